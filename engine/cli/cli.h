@@ -1,0 +1,61 @@
+/* Shared pieces of the `clraid` command-line tool. */
+#ifndef CLR_CLI_H
+#define CLR_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/** One subcommand: `clraid NAME ...`. Returns the process exit code. */
+struct clr_cli_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+};
+
+int clr_cmd_create(int argc, char **argv);
+int clr_cmd_examine(int argc, char **argv);
+
+/** Prints "clraid CMD: MESSAGE" to stderr as one line. */
+void clr_cli_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/** An opened member candidate. */
+struct clr_dev {
+    const char *path;
+    int fd;
+    bool is_blk;
+    uint64_t bytes;
+    dev_t st_dev;
+    ino_t st_ino;
+    dev_t st_rdev;
+};
+
+/** Opens @path with @flags, checks it is a block device or a regular file
+ *  and reads its size. On failure prints one line for @cmd and returns -1. */
+int clr_dev_open(const char *cmd, const char *path, int flags, struct clr_dev *d);
+void clr_dev_close(struct clr_dev *d);
+
+/** True if @a and @b are the same device or file. */
+bool clr_dev_same(const struct clr_dev *a, const struct clr_dev *b);
+
+/** Full-length positional I/O; 0 or -errno (-EIO on a short device). */
+int clr_pread_full(int fd, void *buf, size_t len, uint64_t off);
+int clr_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
+
+/** Fills @buf with random bytes from getrandom(2); 0 or -errno. */
+int clr_random_bytes(void *buf, size_t len);
+
+/** What libblkid finds on a device (filesystem, partition table, RAID). */
+struct clr_probe_result {
+    bool found;
+    char what[160];   /* e.g. "an ext4 filesystem (UUID=...)" */
+};
+
+/** Probes @fd for any signature. 0 (result filled) or -errno. */
+int clr_probe_signatures(int fd, struct clr_probe_result *r);
+
+/** Erases every signature libblkid finds on @fd (like wipefs -a). */
+int clr_wipe_signatures(int fd);
+
+#endif

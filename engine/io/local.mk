@@ -1,0 +1,1 @@
+# engine/io: placeholder until the component lands

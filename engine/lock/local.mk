@@ -1,0 +1,1 @@
+# engine/lock: placeholder until the component lands

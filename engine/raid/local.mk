@@ -1,0 +1,1 @@
+# engine/raid: placeholder until the component lands

@@ -1,0 +1,25 @@
+#!/bin/sh
+# Builds clraid if needed and runs the whole test suite (make check):
+# cmocka unit tests, integration tests on real tools, and the fuzz run.
+# Ends with one line "N passed, N failed, N skipped".
+set -eu
+cd "$(dirname "$0")/.."
+jobs=$(nproc 2>/dev/null || echo 2)
+[ -x configure ] || ./autogen.sh
+[ -f Makefile ] || ./configure
+make -j"$jobs"
+set +e
+make -j"$jobs" check
+rc=$?
+set -e
+count() { sed -n "s/^# $1: *//p" test-suite.log 2>/dev/null | head -n 1; }
+pass=$(count PASS); fail=$(count FAIL); skip=$(count SKIP)
+xfail=$(count XFAIL); xpass=$(count XPASS); err=$(count ERROR)
+if [ -n "$fail" ]; then
+    for f in $(sed -n 's/^\(FAIL\|ERROR\): \(.*\)$/\2/p' test-suite.log 2>/dev/null); do
+        echo "--- $f.log (tail)"; tail -n 30 "$f.log" 2>/dev/null || true
+    done
+fi
+echo "${pass:-0} passed, $(( ${fail:-0} + ${err:-0} + ${xpass:-0} )) failed, ${skip:-0} skipped"
+[ "${xfail:-0}" = 0 ] || echo "(${xfail} expected failures)"
+exit "$rc"

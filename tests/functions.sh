@@ -1,0 +1,67 @@
+# Shared helpers for clraid's shell tests. Source it first thing:
+#   . "${top_srcdir:-.}/tests/functions.sh"
+# Exit 77 means "skipped" to the automake harness.
+set -eu
+
+: "${top_builddir:=$(pwd)}"
+: "${top_srcdir:=$top_builddir}"
+CLRAID="$top_builddir/clraid"
+SBPATCH="$top_builddir/tests/format/sbpatch"
+
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+requires() { command -v "$1" >/dev/null 2>&1 || skip "$1 is not installed"; }
+requires_root() { [ "$(id -u)" = 0 ] || skip "needs root"; }
+
+TESTDIR=$(mktemp -d "${TMPDIR:-/var/tmp}/clraid-test.XXXXXX")
+_cleanup_cmds=""
+# cleanup_fn CMD...: run CMD at exit (last registered runs first).
+cleanup_fn() { _cleanup_cmds="$*; $_cleanup_cmds"; }
+_cleanup() {
+    rc=$?
+    set +e
+    eval "$_cleanup_cmds"
+    rm -rf "$TESTDIR"
+    exit $rc
+}
+trap _cleanup EXIT
+trap 'exit 130' INT TERM
+
+# mkfiles N SIZE: sparse member files $TESTDIR/d0 .. d(N-1); prints paths.
+mkfiles() {
+    _i=0
+    while [ "$_i" -lt "$1" ]; do
+        rm -f "$TESTDIR/d$_i"
+        truncate -s "$2" "$TESTDIR/d$_i"
+        printf '%s ' "$TESTDIR/d$_i"
+        _i=$((_i + 1))
+    done
+}
+
+# loop_attach FILE: attaches a read-only loop device, detached at exit.
+loop_attach() {
+    _l=$(losetup -f --show -r "$1") || fail "losetup $1"
+    cleanup_fn "losetup -d $_l"
+    echo "$_l"
+}
+
+# sums FILE...: one line of sha256 sums, to prove nothing was written.
+sums() { sha256sum "$@" | awk '{print $1}' | tr '\n' ' '; }
+
+# expect_refusal WHAT CMD...: CMD must exit 1 (not crash) and print exactly
+# one non-empty line on stderr; the line is left in $TESTDIR/err.
+expect_refusal() {
+    _what=$1; shift
+    set +e
+    "$@" >"$TESTDIR/out" 2>"$TESTDIR/err"
+    _rc=$?
+    set -e
+    [ "$_rc" -eq 1 ] || { cat "$TESTDIR/err" >&2; fail "$_what: exit $_rc, expected 1"; }
+    _lines=$(wc -l <"$TESTDIR/err")
+    [ "$_lines" -eq 1 ] || { cat "$TESTDIR/err" >&2; fail "$_what: $_lines lines on stderr, expected 1"; }
+    grep -q . "$TESTDIR/err" || fail "$_what: empty error"
+    echo "ok: $_what -> $(cat "$TESTDIR/err")"
+}
+
+# field FILE NAME: value of "NAME : value" in mdadm-style output.
+field() { sed -n "s/^ *$2 : *//p" "$1" | head -n 1 | sed 's/ *$//'; }
