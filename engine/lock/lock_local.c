@@ -1,0 +1,220 @@
+/*
+ * The `local` backend: the lock table in this process, no cluster stack.
+ * Every lockspace opened with the same name in one process is a member of
+ * the same table, so tests (and the future simulator) can run several
+ * members side by side, deterministically when driven from one thread.
+ *
+ * Locking order: table mutex, then a member's ls->mu.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lock/lock_internal.h"
+
+#define LOCAL_MAX_MEMBERS 64
+
+struct local_table {
+	struct local_table *next;
+	char name[CLR_LS_NAME_MAX + 1];
+	pthread_mutex_t mu;
+	struct clr_lt *lt;
+	struct clr_ls *members[LOCAL_MAX_MEMBERS]; /* index = slot - 1 */
+	uint64_t next_member;
+	int nmembers;
+};
+
+static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct local_table *registry;
+
+static struct local_table *tab_of(struct clr_ls *ls)
+{
+	return ls->be;
+}
+
+/* Route an effect to the member that owns the lock. */
+static void local_emit(void *arg, const struct clr_lt_effect *e)
+{
+	struct local_table *t = arg;
+
+	for (int i = 0; i < LOCAL_MAX_MEMBERS; i++) {
+		struct clr_ls *m = t->members[i];
+
+		if (m && m->member_id == e->owner) {
+			pthread_mutex_lock(&m->mu);
+			clr_ls_effect_locked(m, e);
+			pthread_mutex_unlock(&m->mu);
+			return;
+		}
+	}
+}
+
+static void event_all(struct local_table *t, struct clr_ls *except,
+		      const struct clr_ls_event *ev)
+{
+	for (int i = 0; i < LOCAL_MAX_MEMBERS; i++) {
+		struct clr_ls *m = t->members[i];
+
+		if (m && m != except) {
+			pthread_mutex_lock(&m->mu);
+			clr_ls_event_locked(m, ev);
+			pthread_mutex_unlock(&m->mu);
+		}
+	}
+}
+
+static int local_open(struct clr_ls *ls, const struct clr_ls_config *cfg)
+{
+	struct local_table *t;
+	struct clr_ls_event ev = { .type = CLR_LS_EV_PREP };
+	int slot = -1;
+
+	pthread_mutex_lock(&registry_mu);
+	for (t = registry; t; t = t->next)
+		if (strcmp(t->name, cfg->name) == 0)
+			break;
+	if (!t) {
+		t = calloc(1, sizeof(*t));
+		if (!t || !(t->lt = clr_lt_new())) {
+			free(t);
+			pthread_mutex_unlock(&registry_mu);
+			return -ENOMEM;
+		}
+		strcpy(t->name, cfg->name);
+		pthread_mutex_init(&t->mu, NULL);
+		t->next = registry;
+		registry = t;
+	}
+	pthread_mutex_lock(&t->mu);
+	for (int i = 0; i < LOCAL_MAX_MEMBERS; i++) {
+		if (!t->members[i]) {
+			slot = i;
+			break;
+		}
+	}
+	if (slot < 0) {
+		pthread_mutex_unlock(&t->mu);
+		pthread_mutex_unlock(&registry_mu);
+		return -EUSERS;
+	}
+	ls->be = t;
+	ls->member_id = ++t->next_member;
+	ls->our_slot = slot + 1;
+	event_all(t, NULL, &ev);
+	t->members[slot] = ls;
+	t->nmembers++;
+	ev.type = CLR_LS_EV_DONE;
+	event_all(t, NULL, &ev);
+	pthread_mutex_unlock(&t->mu);
+	pthread_mutex_unlock(&registry_mu);
+	return 0;
+}
+
+static void local_detach(struct clr_ls *ls, bool failed)
+{
+	struct local_table *t = tab_of(ls);
+	struct clr_ls_event ev = { .member = ls->member_id, .slot = ls->our_slot };
+
+	pthread_mutex_lock(&registry_mu);
+	pthread_mutex_lock(&t->mu);
+	t->members[ls->our_slot - 1] = NULL;
+	t->nmembers--;
+	if (failed) {
+		ev.type = CLR_LS_EV_PREP;
+		event_all(t, NULL, &ev);
+	}
+	if (failed) {
+		ev.type = CLR_LS_EV_MEMBER_FAILED;
+		event_all(t, NULL, &ev);
+	}
+	clr_lt_remove_owner(t->lt, ls->member_id, failed, local_emit, t);
+	if (failed) {
+		ev.type = CLR_LS_EV_DONE;
+		event_all(t, NULL, &ev);
+	}
+	pthread_mutex_unlock(&t->mu);
+	if (t->nmembers == 0) {
+		struct local_table **pp;
+
+		for (pp = &registry; *pp; pp = &(*pp)->next) {
+			if (*pp == t) {
+				*pp = t->next;
+				break;
+			}
+		}
+		clr_lt_free(t->lt);
+		pthread_mutex_destroy(&t->mu);
+		free(t);
+	}
+	pthread_mutex_unlock(&registry_mu);
+	ls->be = NULL;
+}
+
+static void local_close(struct clr_ls *ls)
+{
+	if (ls->be)
+		local_detach(ls, false);
+}
+
+int clr_lock_local_kill(struct clr_ls *ls)
+{
+	if (ls->ops != &clr_lock_backend_local || !ls->be)
+		return -EINVAL;
+	local_detach(ls, true);
+	pthread_mutex_lock(&ls->mu);
+	clr_ls_fail_all_locked(ls, -ENOLCK);
+	pthread_mutex_unlock(&ls->mu);
+	return 0;
+}
+
+static int local_request(struct clr_ls *ls, struct clr_lock *lk, int mode,
+			 unsigned flags)
+{
+	struct local_table *t = tab_of(ls);
+
+	if (!t)
+		return -ENOLCK;
+	pthread_mutex_lock(&t->mu);
+	if (lk->grmode == CLR_LOCK_IV)
+		clr_lt_request(t->lt, ls->member_id, lk->lkid, lk->name, lk->namelen,
+			       mode, flags, local_emit, t);
+	else
+		clr_lt_convert(t->lt, ls->member_id, lk->lkid, mode, flags, lk->lvb,
+			       local_emit, t);
+	pthread_mutex_unlock(&t->mu);
+	return 0;
+}
+
+static int local_unlock(struct clr_ls *ls, struct clr_lock *lk, unsigned flags)
+{
+	struct local_table *t = tab_of(ls);
+
+	if (!t)
+		return -ENOLCK;
+	pthread_mutex_lock(&t->mu);
+	clr_lt_unlock(t->lt, ls->member_id, lk->lkid, flags, lk->lvb, local_emit, t);
+	pthread_mutex_unlock(&t->mu);
+	return 0;
+}
+
+static int local_cancel(struct clr_ls *ls, struct clr_lock *lk)
+{
+	struct local_table *t = tab_of(ls);
+	int rc;
+
+	if (!t)
+		return -ENOLCK;
+	pthread_mutex_lock(&t->mu);
+	rc = clr_lt_cancel(t->lt, ls->member_id, lk->lkid, local_emit, t);
+	pthread_mutex_unlock(&t->mu);
+	return rc == -EBUSY ? 0 : rc;
+}
+
+const struct clr_lock_backend_ops clr_lock_backend_local = {
+	.name = "local",
+	.open = local_open,
+	.close = local_close,
+	.request = local_request,
+	.unlock = local_unlock,
+	.cancel = local_cancel,
+};
