@@ -15,6 +15,18 @@ struct clr_cli_command {
 
 int clr_cmd_create(int argc, char **argv);
 int clr_cmd_examine(int argc, char **argv);
+int clr_cmd_start(int argc, char **argv);
+int clr_cmd_stop(int argc, char **argv);
+int clr_cmd_status(int argc, char **argv);
+int clr_cmd_fail(int argc, char **argv);
+int clr_cmd_remove(int argc, char **argv);
+int clr_cmd_add(int argc, char **argv);
+int clr_cmd_readd(int argc, char **argv);
+int clr_cmd_check(int argc, char **argv);
+int clr_cmd_repair(int argc, char **argv);
+int clr_cmd_thaw(int argc, char **argv);
+int clr_cmd_fault(int argc, char **argv);
+int clr_cmd_ctl(int argc, char **argv);
 
 /** Prints "clraid CMD: MESSAGE" to stderr as one line. */
 void clr_cli_error(const char *cmd, const char *fmt, ...)
@@ -57,5 +69,39 @@ int clr_probe_signatures(int fd, struct clr_probe_result *r);
 
 /** Erases every signature libblkid finds on @fd (like wipefs -a). */
 int clr_wipe_signatures(int fd);
+
+/* ---- run files and the control socket (cli_run.c) ---- */
+
+/** Default directory of NAME.sock, NAME.ctl, NAME.pid and NAME.log. */
+#define CLR_RUN_DIR_DEFAULT "/run/clraid"
+/** Timeout of one control request, milliseconds. */
+#define CLR_CTL_TIMEOUT_MS 30000
+
+/** Checks an array name (1-64 of [A-Za-z0-9_.-], not starting with '.');
+ *  prints one line for @cmd and returns -1 if bad. */
+int clr_name_check(const char *cmd, const char *name);
+
+/** "@dir/@name@ext" into @buf; -1 (after one line for @cmd) if too long. */
+int clr_run_path(const char *cmd, char *buf, size_t size, const char *dir,
+                 const char *name, const char *ext);
+
+/** True if @pid is a live process (not a zombie). */
+bool clr_pid_alive(pid_t pid);
+
+/** Pid in @dir/@name.pid if that process is alive, else 0. */
+pid_t clr_run_pid(const char *dir, const char *name);
+
+struct json_object;
+
+/**
+ * Sends control command @ctlcmd (args consumed, may be NULL) to array
+ * @name. On failure prints one line for @cmd and returns -1; on success
+ * returns 0 with *@result (caller puts it; may be NULL) if @result.
+ */
+int clr_cli_ctl(const char *cmd, const char *dir, const char *name, const char *ctlcmd,
+                struct json_object *args, int timeout_ms, struct json_object **result);
+
+/** Looks up a dotted path ("sync_progress.position_bytes") in @o. */
+struct json_object *clr_json_path(struct json_object *o, const char *path);
 
 #endif

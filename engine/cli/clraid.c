@@ -7,6 +7,18 @@
 static const struct clr_cli_command commands[] = {
     { "create", clr_cmd_create, "write md v1.2 metadata and the clustered bitmap to new members" },
     { "examine", clr_cmd_examine, "print the metadata of member devices" },
+    { "start", clr_cmd_start, "assemble an array and serve it over NBD in the background" },
+    { "stop", clr_cmd_stop, "flush and stop a running array cleanly" },
+    { "status", clr_cmd_status, "show running arrays (--json, --watch)" },
+    { "fail", clr_cmd_fail, "mark a member faulty" },
+    { "remove", clr_cmd_remove, "remove a faulty or spare member" },
+    { "add", clr_cmd_add, "add a spare (rebuilt at once if the array is degraded)" },
+    { "re-add", clr_cmd_readd, "re-add a member that left, resyncing from the bitmap" },
+    { "check", clr_cmd_check, "scrub: count mismatches (--wait)" },
+    { "repair", clr_cmd_repair, "scrub and rewrite mismatches (--wait)" },
+    { "thaw", clr_cmd_thaw, "release a frozen array: --error fails blocked I/O with EIO" },
+    { "fault", clr_cmd_fault, "test hook: inject member I/O faults into a running array" },
+    { "ctl", clr_cmd_ctl, "test hook: send one raw control-socket request line" },
 };
 
 static void usage(FILE *f)

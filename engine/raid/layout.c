@@ -527,8 +527,10 @@ int clr_raid_stripe_roles(const struct clr_raid_geom *g, uint64_t stripe,
     st->stripe = stripe;
     st->ndata = g->data_disks;
     r56_parity(g, stripe, &st->pd, &st->qd);
-    for (uint32_t k = 0; k < g->data_disks; k++)
+    for (uint32_t k = 0; k < g->data_disks; k++) {
         st->data_disk[k] = r56_data_disk(g, st->pd, k);
+        st->qexp[k] = (uint8_t)k;   /* defined for RAID5 too: no Q there */
+    }
     if (g->level != CLR_RAID_LEVEL6)
         return 0;
 

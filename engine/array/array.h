@@ -1,0 +1,172 @@
+/* clraid array core: one RAID array (RAID1/10/5/6) over member devices,
+ * with this node's write-intent bitmap, sync actions and failure handling.
+ *
+ * It knows nothing of NBD, sockets or Pacemaker: the nbdkit plugin
+ * (engine/nbd) and the control socket (engine/ctl) call this API.
+ *
+ * Life cycle (nbdkit forks after .get_ready, so threads start later):
+ *   clr_array_assemble()  read + validate every member, no writes, no threads
+ *   clr_array_run()       open member I/O, start threads, mark active
+ *   ... data path and management calls, from any thread ...
+ *   clr_array_stop()      drain, flush, write the bitmap and superblocks clean
+ *   clr_array_free()
+ *
+ * Return convention: 0 or -errno; functions taking a struct clr_err fill it
+ * with one line a user can act on.
+ */
+#ifndef CLR_ARRAY_ARRAY_H
+#define CLR_ARRAY_ARRAY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "format/errbuf.h"
+
+struct clr_array;
+struct clr_io_dev;
+
+/** Log sink: one line, syslog priority; may be called from any thread. */
+typedef void (*clr_array_log_fn)(void *opaque, int prio, const char *msg);
+
+/** Flags for struct clr_array_config. */
+enum {
+    CLR_ARRAY_BUFFERED = 1u << 0,   /**< never try O_DIRECT on members */
+};
+
+struct clr_array_config {
+    const char *name;               /**< the array's name (run files, logs) */
+    const char *const *devices;     /**< member paths, any order; spares too */
+    unsigned ndevices;
+    const char *lock;               /**< lock backend: "local" (default) */
+    unsigned flags;
+    uint32_t stripe_cache_kib;      /**< RAID5/6 stripe cache bound; 0 = default */
+    uint32_t sync_speed_min_kib;    /**< per second; 0 = default (md: 1000) */
+    uint32_t sync_speed_max_kib;    /**< per second; 0 = default (md: 200000) */
+    uint32_t bitmap_sleep_ms;       /**< bitmap daemon period; 0 = from bitmap sb */
+    clr_array_log_fn log;
+    void *log_opaque;
+};
+
+/** Write flags. */
+enum {
+    CLR_ARRAY_FUA = 1u << 0,        /**< durable on every leg before return */
+    CLR_ARRAY_MAY_TRIM = 1u << 1,   /**< zero: the range may be deallocated */
+};
+
+/**
+ * Reads every member's superblock and bitmap and decides the array's
+ * shape: same array UUID and geometry on all, events within one of the
+ * freshest (older members are stale and refused), each role claimed once.
+ * Writes nothing. On error nothing is kept and @e names the device and
+ * what to do (e.g. "…/d3: stale member (events 12, array at 15): re-add it
+ * with 'clraid re-add NAME DEV'").
+ */
+int clr_array_assemble(const struct clr_array_config *cfg, struct clr_array **out,
+                       struct clr_err *e);
+
+/**
+ * Opens member I/O, starts the background threads (bitmap daemon, sync),
+ * writes the superblocks "active" and starts whatever sync is due
+ * (initial resync, resync of dirty bitmap chunks after an unclean stop,
+ * recovery onto a spare). Call once, after any fork.
+ */
+int clr_array_run(struct clr_array *a, struct clr_err *e);
+
+/** Drains I/O, stops sync (keeping its checkpoint), flushes members,
+ *  clears the bitmap where it may, and writes the superblocks. */
+int clr_array_stop(struct clr_array *a);
+
+/** Frees everything (stops first if still running). NULL is ignored. */
+void clr_array_free(struct clr_array *a);
+
+/** Exported size in bytes. */
+uint64_t clr_array_size(const struct clr_array *a);
+
+/** Block sizes for NBD: minimum (member logical block), preferred (one
+ *  full stripe for RAID5/6, the chunk for RAID10, 4 KiB for RAID1) and
+ *  maximum request size. */
+void clr_array_block_sizes(const struct clr_array *a, uint32_t *minimum,
+                           uint32_t *preferred, uint32_t *maximum);
+
+/* ---- data path: thread-safe; blocks while the array is frozen ---- */
+
+/** Reads @count bytes at @offset (any alignment). */
+int clr_array_pread(struct clr_array *a, void *buf, uint32_t count, uint64_t offset);
+
+/** Writes @count bytes at @offset. Returns once every in-sync leg (or the
+ *  stripe with its parity) holds the data; a failed leg is marked Faulty
+ *  in the remaining superblocks before this returns. */
+int clr_array_pwrite(struct clr_array *a, const void *buf, uint32_t count,
+                     uint64_t offset, unsigned flags);
+
+/** Makes every completed write durable on every member. */
+int clr_array_flush(struct clr_array *a);
+
+/** Discards a range (advisory). */
+int clr_array_trim(struct clr_array *a, uint32_t count, uint64_t offset, unsigned flags);
+
+/** Writes zeroes to a range (CLR_ARRAY_MAY_TRIM allows deallocation). */
+int clr_array_zero(struct clr_array *a, uint32_t count, uint64_t offset, unsigned flags);
+
+/* ---- management: thread-safe ---- */
+
+/**
+ * Status as a JSON object (caller puts it). Keys, at least:
+ *   name, uuid, level, layout, chunk_kib, size_bytes, events,
+ *   state: "clean" | "active" | "degraded" | "resyncing" | "recovering" |
+ *          "frozen" | "failed" | "stopped",
+ *   devices: [ { path, dev_number, role (int or null), state:
+ *               "in_sync" | "faulty" | "spare" | "rebuilding" | "removed",
+ *               io_mode: "direct" | "buffered" } ],
+ *   sync_action: "idle" | "resync" | "recover" | "check" | "repair",
+ *   sync_progress: { position_bytes, total_bytes, rate_kib_s, eta_s } or null,
+ *   last_resync: { bytes }, last_check: { mismatches },
+ *   bitmap: { dirty_chunks, chunk_bytes, slot },
+ *   frozen: { blocked_requests } or null,
+ *   counters: { reads, writes, bitmap_flushes, lock_ops, messages }
+ */
+json_object *clr_array_status_json(struct clr_array *a);
+
+/** Marks a member Faulty (as if it had failed I/O). */
+int clr_array_fail_device(struct clr_array *a, const char *path, struct clr_err *e);
+
+/** Removes a Faulty or spare member from the array (role cleared). */
+int clr_array_remove_device(struct clr_array *a, const char *path, struct clr_err *e);
+
+/** Adds a new device as a spare (writes its superblock and bitmap); if the
+ *  array is degraded it is taken at once and rebuilt. */
+int clr_array_add_device(struct clr_array *a, const char *path, struct clr_err *e);
+
+/** Re-adds a member that left (same device UUID): resyncs only the chunks
+ *  dirty in the bitmap since it left. */
+int clr_array_readd_device(struct clr_array *a, const char *path, struct clr_err *e);
+
+/** Starts "check" (count mismatches, fix nothing) or "repair". -EBUSY if
+ *  another sync action runs. */
+int clr_array_start_check(struct clr_array *a, bool repair, struct clr_err *e);
+
+/** Fails every request blocked by a freeze with EIO and lets later ones
+ *  fail at once until a member comes back. -EINVAL if not frozen. */
+int clr_array_thaw_error(struct clr_array *a, struct clr_err *e);
+
+/** The member I/O handle of @path, for test fault injection; NULL if none. */
+struct clr_io_dev *clr_array_member_io(struct clr_array *a, const char *path);
+
+/* ---- additions for tests and waiting callers ---- */
+
+/** Sleeps until no sync action runs or is due (resync, recovery, a
+ *  requested check), at most @timeout_ms. Returns 0, -ETIMEDOUT or -EBUSY
+ *  (still busy); returns 0 at once while frozen or stopped. */
+int clr_array_wait_sync_idle(struct clr_array *a, unsigned timeout_ms);
+
+/** Changes the sync speed limits (KiB/s, md's sync_speed_min/max) while
+ *  running; 0 keeps a value. Takes effect at the next sync unit. */
+void clr_array_set_sync_speed(struct clr_array *a, uint32_t min_kib, uint32_t max_kib);
+
+/** Sleeps until the array is frozen with at least @min_blocked requests
+ *  blocked, at most @timeout_ms. Returns 0 or -ETIMEDOUT. */
+int clr_array_wait_frozen(struct clr_array *a, unsigned timeout_ms, uint64_t min_blocked);
+
+#endif

@@ -1,0 +1,223 @@
+/* clraid array core: private state shared by the engine/array sources.
+ *
+ * Address spaces: "logical" sectors are the exported device; "sync"
+ * sectors are what the write-intent bitmap covers (md's resync space):
+ * logical for RAID1/10, member (stripe row) sectors for RAID5/6. The range
+ * lock, the bitmap and every sync action work in sync sectors, so a client
+ * write and a resync of the same place always meet on the same lock.
+ *
+ * Lock order: mgmt_lock -> meta_lock -> bm_lock -> lock. Never hold lock or bm_lock
+ * across member I/O except bm_lock's flush generation hand-off (the flusher
+ * drops bm_lock while writing). */
+#ifndef CLR_ARRAY_ARRAY_INTERNAL_H
+#define CLR_ARRAY_ARRAY_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "array/array.h"
+#include "format/md_bitmap.h"
+#include "format/md_sb.h"
+#include "io/io.h"
+#include "raid/bitmap_counters.h"
+#include "raid/layout.h"
+
+#define ARR_MAX_MEMBERS         (CLR_RAID_MAX_DISKS + 32)
+#define ARR_SECTOR              512u
+
+enum arr_mstate {
+    ARR_M_IN_SYNC,
+    ARR_M_REBUILDING,       /* has a role, being recovered */
+    ARR_M_SPARE,
+    ARR_M_FAULTY,
+    ARR_M_REMOVED,
+};
+
+struct arr_member {
+    char *path;
+    struct clr_md_sb sb;            /* its own superblock as last read */
+    uint32_t dev_number;
+    int role;                       /* -1: none */
+    enum arr_mstate state;
+    uint64_t recovery_offset;       /* device sectors, REBUILDING */
+    bool bitmap_recovery;           /* re-add: only NEEDED chunks */
+    uint64_t faulty_gen;            /* state_gen that recorded the failure */
+    struct clr_io_dev *io;
+};
+
+enum arr_action {
+    ARR_SYNC_IDLE,
+    ARR_SYNC_RESYNC,
+    ARR_SYNC_RECOVER,
+    ARR_SYNC_CHECK,
+    ARR_SYNC_REPAIR,
+};
+
+/* Range lock over sync sectors: holders of overlapping ranges exclude each
+ * other (client writes, RAID5/6 stripe updates, sync units). */
+struct arr_range {
+    uint64_t start, end;
+    struct arr_range *next;
+};
+
+struct arr_rlock {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct arr_range *held;
+};
+
+/* Per-level data path and sync operations (mirror or parity). */
+struct arr_ops {
+    /* [ls, ls+n) logical sectors, aligned buffers. */
+    int (*read)(struct clr_array *a, uint8_t *buf, uint64_t ls, uint64_t n, bool locked);
+    /* *whole = every role got the data (else the bitmap keeps NEEDED). */
+    int (*write)(struct clr_array *a, const uint8_t *buf, uint64_t ls, uint64_t n,
+                 unsigned ioflags, bool *whole);
+    /* Sync range of a logical range. */
+    void (*sync_range)(const struct clr_array *a, uint64_t ls, uint64_t n,
+                       uint64_t *ss, uint64_t *sn);
+    /* One sync unit [ss, ss+sn) of sync sectors, range lock held. */
+    int (*sync_unit)(struct clr_array *a, enum arr_action act, uint64_t ss, uint64_t sn,
+                     uint64_t *mismatch);
+    /* Recover member @m's device sectors [ds, ds+n); returns sectors done. */
+    int64_t (*recover_unit)(struct clr_array *a, struct arr_member *m, uint64_t ds,
+                            uint64_t n);
+};
+
+extern const struct arr_ops clr_arr_mirror_ops;
+extern const struct arr_ops clr_arr_parity_ops;
+
+struct clr_array {
+    char *name;
+    clr_array_log_fn log;
+    void *log_opaque;
+    unsigned flags;
+    uint32_t stripe_cache_kib;
+    uint32_t speed_min_kib, speed_max_kib;
+    uint32_t bitmap_sleep_ms;
+
+    struct clr_md_sb sb;            /* template: freshest superblock */
+    struct clr_bitmap_sb bsb;       /* this slot's bitmap superblock */
+    uint32_t slot;
+    uint64_t bm_off;                /* byte offset of the slot region (same on all) */
+    uint64_t bm_write_bytes;        /* sb + bits, rounded to 4 KiB */
+    struct clr_raid_geom g;
+    const struct arr_ops *ops;
+    uint64_t size_bytes;
+    uint64_t sync_sectors;
+    uint32_t lbs;                   /* largest member logical block */
+
+    unsigned nmem;
+    struct arr_member *mem[ARR_MAX_MEMBERS];
+    struct arr_member *role_mem[CLR_RAID_MAX_DISKS];   /* IN_SYNC/REBUILDING holder */
+
+    /* lock: member states, freeze, request accounting, sync requests */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;            /* freeze, drain, sync wake-ups */
+    bool running, stopping, stopped;
+    bool frozen, thaw_err;
+    unsigned quiesce;               /* >0: new requests wait (member detach) */
+    uint64_t blocked;
+    unsigned inflight;
+    uint64_t state_gen;             /* bumped by every persistent change */
+    bool degraded;
+
+    /* management calls, one at a time (taken before everything else) */
+    pthread_mutex_t mgmt_lock;
+
+    /* superblock writes */
+    pthread_mutex_t meta_lock;
+    uint64_t sb_done_gen;
+    uint8_t *sb_buf;                /* 4 KiB per member slot */
+
+    /* bitmap */
+    pthread_mutex_t bm_lock;
+    pthread_cond_t bm_cond;
+    struct clr_bmc bmc;
+    uint64_t bm_want_gen, bm_done_gen;
+    bool bm_flushing;
+    uint8_t *bm_buf;
+    pthread_t bm_thread;
+    bool bm_thread_on;
+
+    struct arr_rlock rl;
+
+    /* RAID5/6 stripe buffers: a bounded pool (stripe_cache_kib) */
+    pthread_mutex_t sp_lock;
+    pthread_cond_t sp_cond;
+    uint8_t *sp_free[64];
+    unsigned sp_nfree, sp_total, sp_max;
+    size_t sp_bytes;
+
+    /* sync thread; fields under lock */
+    pthread_t sync_thread;
+    bool sync_thread_on;
+    enum arr_action action;
+    enum arr_action requested;      /* check/repair asked for */
+    bool resync_pending;
+    bool sync_abort;
+    uint64_t sync_pos, sync_total;  /* sectors */
+    uint64_t sync_start_ns, sync_done_sectors;
+    uint64_t last_resync_bytes, last_check_mismatches;
+    uint64_t sync_passes;           /* completed actions, for waiters */
+
+    atomic_uint_fast64_t rr;        /* read balancing */
+    atomic_uint_fast64_t n_reads, n_writes, n_bm_flushes;
+    atomic_uint_fast64_t last_client_ns;
+
+    struct clr_io_ctx *ctx;
+};
+
+/* array_meta.c */
+void clr_arr_log(struct clr_array *a, int prio, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+uint64_t clr_arr_now_ns(void);
+int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean);
+int clr_arr_member_failed(struct clr_array *a, struct arr_member *m, int err);
+void clr_arr_recompute_locked(struct clr_array *a);
+int clr_arr_wait_thaw(struct clr_array *a);
+int clr_arr_bm_start_write(struct clr_array *a, uint64_t ss, uint64_t sn);
+void clr_arr_bm_end_write(struct clr_array *a, uint64_t ss, uint64_t sn, bool ok);
+int clr_arr_bm_flush(struct clr_array *a);
+void clr_arr_sync_kick_locked(struct clr_array *a);
+bool clr_arr_enough_without(struct clr_array *a, int role);
+void clr_arr_bm_set_degraded(struct clr_array *a);
+
+/* range lock (array_meta.c) */
+void clr_arr_rl_init(struct arr_rlock *rl);
+void clr_arr_rl_destroy(struct arr_rlock *rl);
+void clr_arr_rl_lock(struct arr_rlock *rl, struct arr_range *r, uint64_t start, uint64_t n);
+void clr_arr_rl_unlock(struct arr_rlock *rl, struct arr_range *r);
+
+/* array_io.c */
+int clr_arr_flush_all(struct clr_array *a);
+void clr_arr_pool_init(struct clr_array *a);
+void clr_arr_pool_destroy(struct clr_array *a);
+
+static inline uint64_t arr_dev_off(const struct arr_member *m, uint64_t dsec)
+{
+    return (m->sb.data_offset + dsec) * ARR_SECTOR;
+}
+
+/* array_sync.c */
+void *clr_arr_sync_main(void *arg);
+const char *clr_arr_action_name(enum arr_action act);
+
+/* A leg of a fanned-out request: its own result, then the group. */
+struct arr_leg {
+    struct clr_io_wg *wg;
+    struct arr_member *m;
+    int res;
+};
+void clr_arr_leg_done(void *arg, int res);
+
+/* Snapshot of the roles, taken once per request under lock. */
+struct arr_view {
+    struct arr_member *m[CLR_RAID_MAX_DISKS];
+    enum arr_mstate st[CLR_RAID_MAX_DISKS];
+};
+void clr_arr_view(struct clr_array *a, struct arr_view *v);
+
+#endif

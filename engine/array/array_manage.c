@@ -1,0 +1,606 @@
+/* clraid array core: status and management calls (fail, remove, add,
+ * re-add, check/repair, thaw) and the test hook to a member's I/O. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <syslog.h>
+#include <time.h>
+
+#include "array/array_internal.h"
+
+static const char *const mstate_names[] = {
+    [ARR_M_IN_SYNC] = "in_sync", [ARR_M_REBUILDING] = "rebuilding", [ARR_M_SPARE] = "spare",
+    [ARR_M_FAULTY] = "faulty", [ARR_M_REMOVED] = "removed",
+};
+
+/* The member at @path; a live one before a removed one of the same path
+ * (a disk replaced in place). */
+static struct arr_member *find_locked(struct clr_array *a, const char *path)
+{
+    struct arr_member *removed = NULL;
+
+    for (unsigned i = 0; i < a->nmem; i++) {
+        if (strcmp(a->mem[i]->path, path) != 0)
+            continue;
+        if (a->mem[i]->state != ARR_M_REMOVED)
+            return a->mem[i];
+        removed = a->mem[i];
+    }
+    return removed;
+}
+
+/* Closes a removed member's I/O handle so its path can be opened again.
+ * Only views taken before it failed can still hold it: client requests
+ * (drained here) and sync units (they hold the range lock). Superblock and
+ * bitmap writes pick live members only. The struct itself is kept (the
+ * sync thread may hold a pointer to it). -EBUSY while frozen: blocked
+ * requests would never drain. */
+static int detach_removed(struct clr_array *a, struct arr_member *m)
+{
+    struct arr_range r;
+
+    pthread_mutex_lock(&a->lock);
+    if (a->frozen) {
+        pthread_mutex_unlock(&a->lock);
+        return -EBUSY;
+    }
+    a->quiesce++;
+    while (a->inflight)
+        pthread_cond_wait(&a->cond, &a->lock);
+    pthread_mutex_unlock(&a->lock);
+    /* sync units took their views under the range lock: wait for them */
+    clr_arr_rl_lock(&a->rl, &r, 0, UINT64_MAX / 2);
+    clr_io_close(m->io);
+    pthread_mutex_lock(&a->lock);
+    m->io = NULL;
+    a->quiesce--;
+    pthread_cond_broadcast(&a->cond);
+    pthread_mutex_unlock(&a->lock);
+    clr_arr_rl_unlock(&a->rl, &r);
+    return 0;
+}
+
+static const char *state_locked(struct clr_array *a)
+{
+    if (!a->running)
+        return "stopped";
+    if (a->frozen)
+        return "frozen";
+    if (a->action == ARR_SYNC_RECOVER)
+        return "recovering";
+    if (a->action == ARR_SYNC_RESYNC) {
+        for (unsigned i = 0; i < a->nmem; i++)
+            if (a->mem[i]->state == ARR_M_REBUILDING)
+                return "recovering";
+        return "resyncing";
+    }
+    if (a->degraded)
+        return "degraded";
+    return "active";
+}
+
+json_object *clr_array_status_json(struct clr_array *a)
+{
+    json_object *o = json_object_new_object(), *devs = json_object_new_array(), *x;
+    char uuid[36], layout[32];
+    uint64_t dirty;
+    const char *st;
+
+    pthread_mutex_lock(&a->bm_lock);
+    dirty = clr_bmc_dirty_chunks(&a->bmc);
+    pthread_mutex_unlock(&a->bm_lock);
+    pthread_mutex_lock(&a->lock);
+    clr_uuid_format_mdadm(a->sb.set_uuid, uuid);
+    clr_md_layout_name(a->sb.level, a->sb.layout, layout, sizeof layout);
+    st = state_locked(a);
+    if (strcmp(st, "active") == 0 && dirty == 0 && a->inflight == 0)
+        st = "clean";
+    json_object_object_add(o, "name", json_object_new_string(a->name));
+    json_object_object_add(o, "uuid", json_object_new_string(uuid));
+    json_object_object_add(o, "level", json_object_new_string(a->g.pers->name));
+    json_object_object_add(o, "layout", json_object_new_string(layout));
+    json_object_object_add(o, "chunk_kib", json_object_new_int64(a->sb.chunksize / 2));
+    json_object_object_add(o, "size_bytes", json_object_new_int64((int64_t)a->size_bytes));
+    json_object_object_add(o, "events", json_object_new_int64((int64_t)a->sb.events));
+    json_object_object_add(o, "state", json_object_new_string(st));
+    for (unsigned i = 0; i < a->nmem; i++) {
+        struct arr_member *m = a->mem[i];
+        json_object *d = json_object_new_object();
+        bool has_role = m->role >= 0 && (m->state == ARR_M_IN_SYNC || m->state == ARR_M_REBUILDING);
+
+        json_object_object_add(d, "path", json_object_new_string(m->path));
+        json_object_object_add(d, "dev_number", json_object_new_int64(m->dev_number));
+        json_object_object_add(d, "role", has_role ? json_object_new_int(m->role) : NULL);
+        json_object_object_add(d, "state", json_object_new_string(mstate_names[m->state]));
+        json_object_object_add(d, "io_mode", m->io ? json_object_new_string(clr_io_dev_mode(m->io)) : NULL);
+        json_object_array_add(devs, d);
+    }
+    json_object_object_add(o, "devices", devs);
+    json_object_object_add(o, "sync_action", json_object_new_string(clr_arr_action_name(a->action)));
+    if (a->action != ARR_SYNC_IDLE) {
+        uint64_t el = clr_arr_now_ns() - a->sync_start_ns;
+        uint64_t rate = el ? a->sync_done_sectors * 512ull * 1000000000ull / 1024 / el : 0;
+        uint64_t left = a->sync_total > a->sync_pos ? a->sync_total - a->sync_pos : 0;
+
+        x = json_object_new_object();
+        json_object_object_add(x, "position_bytes", json_object_new_int64((int64_t)(a->sync_pos * 512)));
+        json_object_object_add(x, "total_bytes", json_object_new_int64((int64_t)(a->sync_total * 512)));
+        json_object_object_add(x, "rate_kib_s", json_object_new_int64((int64_t)rate));
+        json_object_object_add(x, "eta_s", rate ? json_object_new_int64((int64_t)(left / 2 / rate)) : NULL);
+        json_object_object_add(o, "sync_progress", x);
+    } else {
+        json_object_object_add(o, "sync_progress", NULL);
+    }
+    x = json_object_new_object();
+    json_object_object_add(x, "bytes", json_object_new_int64((int64_t)a->last_resync_bytes));
+    json_object_object_add(o, "last_resync", x);
+    x = json_object_new_object();
+    json_object_object_add(x, "mismatches", json_object_new_int64((int64_t)a->last_check_mismatches));
+    json_object_object_add(o, "last_check", x);
+    x = json_object_new_object();
+    json_object_object_add(x, "dirty_chunks", json_object_new_int64((int64_t)dirty));
+    json_object_object_add(x, "chunk_bytes", json_object_new_int64(a->bsb.chunksize));
+    json_object_object_add(x, "slot", json_object_new_int64(a->slot));
+    json_object_object_add(o, "bitmap", x);
+    if (a->frozen) {
+        x = json_object_new_object();
+        json_object_object_add(x, "blocked_requests", json_object_new_int64((int64_t)a->blocked));
+        json_object_object_add(o, "frozen", x);
+    } else {
+        json_object_object_add(o, "frozen", NULL);
+    }
+    pthread_mutex_unlock(&a->lock);
+    x = json_object_new_object();
+    json_object_object_add(x, "reads", json_object_new_int64((int64_t)atomic_load(&a->n_reads)));
+    json_object_object_add(x, "writes", json_object_new_int64((int64_t)atomic_load(&a->n_writes)));
+    json_object_object_add(x, "bitmap_flushes", json_object_new_int64((int64_t)atomic_load(&a->n_bm_flushes)));
+    json_object_object_add(x, "lock_ops", json_object_new_int64(0));
+    json_object_object_add(x, "messages", json_object_new_int64(0));
+    json_object_object_add(o, "counters", x);
+    return o;
+}
+
+static int need_running(struct clr_array *a, struct clr_err *e)
+{
+    if (!a->running || a->stopping)
+        return clr_err_set(e, -ESHUTDOWN, "'%s' is not running: start it first", a->name);
+    return 0;
+}
+
+static int mgmt_fail_device(struct clr_array *a, const char *path, struct clr_err *e)
+{
+    struct arr_member *m;
+    int rc;
+
+    pthread_mutex_lock(&a->lock);
+    rc = need_running(a, e);
+    m = rc ? NULL : find_locked(a, path);
+    if (!rc && !m)
+        rc = clr_err_set(e, -ENOENT, "%s is not a member of '%s'", path, a->name);
+    if (!rc && m->state == ARR_M_IN_SYNC && !clr_arr_enough_without(a, m->role))
+        rc = clr_err_set(e, -EBUSY, "%s: failing it would leave '%s' without a full copy of the data; refused",
+                         path, a->name);
+    if (!rc && (m->state == ARR_M_FAULTY || m->state == ARR_M_REMOVED))
+        rc = clr_err_set(e, -EALREADY, "%s is already %s", path, mstate_names[m->state]);
+    pthread_mutex_unlock(&a->lock);
+    if (rc)
+        return rc;
+    rc = clr_arr_member_failed(a, m, -EIO);
+    return rc ? clr_err_set(e, rc, "%s: cannot fail it: the array would freeze", path) : 0;
+}
+
+static int mgmt_remove_device(struct clr_array *a, const char *path, struct clr_err *e)
+{
+    struct arr_member *m;
+    uint64_t gen = 0;
+    int rc;
+
+    pthread_mutex_lock(&a->lock);
+    rc = need_running(a, e);
+    m = rc ? NULL : find_locked(a, path);
+    if (!rc && !m)
+        rc = clr_err_set(e, -ENOENT, "%s is not a member of '%s'", path, a->name);
+    if (!rc && m->state != ARR_M_FAULTY && m->state != ARR_M_SPARE)
+        rc = clr_err_set(e, -EBUSY, "%s is %s: fail it first ('clraid fail %s %s')", path,
+                         mstate_names[m->state], a->name, path);
+    if (!rc) {
+        /* The I/O handle stays open until stop: requests that saw the
+         * member before it failed may still hold it. */
+        m->state = ARR_M_REMOVED;
+        m->role = -1;
+        gen = ++a->state_gen;
+    }
+    pthread_mutex_unlock(&a->lock);
+    return rc ? rc : clr_arr_sb_update(a, gen, false);
+}
+
+/* Copies every bitmap slot region from a live member to @m. */
+static int copy_bitmap_area(struct clr_array *a, struct clr_io_dev *to)
+{
+    uint64_t stride = clr_bitmap_stride_bytes(a->bsb.sync_size, a->bsb.chunksize);
+    uint64_t len = stride * clr_bitmap_slots(&a->bsb);
+    uint64_t off = (a->sb.super_offset + (uint64_t)(int64_t)a->sb.bitmap_offset) * ARR_SECTOR;
+    struct arr_member *src = NULL;
+    uint8_t *buf;
+    int rc;
+
+    pthread_mutex_lock(&a->lock);
+    for (unsigned i = 0; i < a->nmem && !src; i++)
+        if (a->mem[i]->state == ARR_M_IN_SYNC && a->mem[i]->io)
+            src = a->mem[i];
+    pthread_mutex_unlock(&a->lock);
+    if (!src)
+        return -ENODEV;
+    rc = clr_io_alloc((void **)&buf, len);
+    if (rc)
+        return rc;
+    rc = clr_io_pread(src->io, buf, len, off);
+    if (rc == 0)
+        rc = clr_io_pwrite(to, buf, len, off, CLR_IO_FUA);
+    clr_io_free(buf);
+    return rc;
+}
+
+/* Gives a vacant role to spare @m, if the array lacks one. Caller holds lock. */
+static void place_spare_locked(struct clr_array *a, struct arr_member *m)
+{
+    for (uint32_t r = 0; r < a->g.raid_disks; r++) {
+        if (a->role_mem[r])
+            continue;
+        m->state = ARR_M_REBUILDING;
+        m->role = (int)r;
+        m->recovery_offset = 0;
+        m->bitmap_recovery = false;
+        a->role_mem[r] = m;
+        clr_arr_log(a, LOG_NOTICE, "%s: takes role %u, rebuilding", m->path, r);
+        clr_arr_sync_kick_locked(a);
+        return;
+    }
+}
+
+static int mgmt_add_device(struct clr_array *a, const char *path, struct clr_err *e)
+{
+    struct clr_io_dev_info info;
+    struct clr_io_dev *io = NULL;
+    struct arr_member *m = NULL;
+    struct clr_md_sb sb;
+    uint8_t *buf = NULL;
+    bool used[CLR_MD_MAX_DEV_LIMIT] = { false };
+    uint32_t dn;
+    uint64_t gen;
+    int rc;
+
+    pthread_mutex_lock(&a->lock);
+    rc = need_running(a, e);
+    m = rc ? NULL : find_locked(a, path);
+    if (m && m->state != ARR_M_REMOVED)
+        rc = clr_err_set(e, -EEXIST, "%s is already known to '%s': use 're-add' for a member that left",
+                         path, a->name);
+    if (!rc && a->nmem >= ARR_MAX_MEMBERS)
+        rc = clr_err_set(e, -E2BIG, "'%s' has too many devices", a->name);
+    for (unsigned i = 0; i < a->nmem; i++)
+        if (a->mem[i]->dev_number < CLR_MD_MAX_DEV_LIMIT)
+            used[a->mem[i]->dev_number] = true;
+    pthread_mutex_unlock(&a->lock);
+    if (rc)
+        return rc;
+    if (m && m->io && (rc = detach_removed(a, m)) != 0)
+        return clr_err_set(e, rc, "%s: the array is frozen; thaw it before replacing a member", path);
+    m = NULL;
+    for (dn = 0; dn < a->sb.max_dev && used[dn]; dn++)
+        ;
+    if (dn >= a->sb.max_dev)
+        return clr_err_set(e, -ENOSPC, "'%s' has no free device slot (max_dev %u)", a->name, a->sb.max_dev);
+    rc = clr_io_open(a->ctx, path, ((a->flags & CLR_ARRAY_BUFFERED) ? CLR_IO_OPEN_BUFFERED : 0) |
+                     CLR_IO_OPEN_EXCL, &io);
+    if (rc)
+        return clr_err_set(e, rc, "%s: cannot open: %s", path, strerror(-rc));
+    clr_io_dev_info(io, &info);
+    if (info.size / ARR_SECTOR < a->sb.data_offset + a->sb.size) {
+        rc = clr_err_set(e, -ENOSPC, "%s: too small (%" PRIu64 " sectors, need %" PRIu64 ")", path,
+                         info.size / ARR_SECTOR, a->sb.data_offset + a->sb.size);
+        goto fail;
+    }
+    m = calloc(1, sizeof *m);
+    if (!m || !(m->path = strdup(path)) || clr_io_alloc((void **)&buf, CLR_MD_SB_AREA_BYTES)) {
+        rc = clr_err_set(e, -ENOMEM, "out of memory");
+        goto fail;
+    }
+    pthread_mutex_lock(&a->lock);
+    sb = a->sb;
+    pthread_mutex_unlock(&a->lock);
+    if (getrandom(sb.device_uuid, 16, 0) != 16) {
+        rc = clr_err_set(e, -EIO, "cannot read random bytes for the device UUID");
+        goto fail;
+    }
+    sb.dev_number = dn;
+    sb.data_size = info.size / ARR_SECTOR - sb.data_offset;
+    sb.recovery_offset = 0;
+    sb.feature_map &= ~(CLR_MD_FEAT_RECOVERY_OFFSET | CLR_MD_FEAT_RECOVERY_BITMAP);
+    sb.dev_roles[dn] = CLR_MD_ROLE_SPARE;
+    /* bitmap first: a member is only a member once its bitmap is there */
+    rc = copy_bitmap_area(a, io);
+    if (rc == 0)
+        rc = clr_md_sb_encode(&sb, buf, CLR_MD_SB_AREA_BYTES);
+    if (rc == 0)
+        rc = clr_io_pwrite(io, buf, CLR_MD_SB_AREA_BYTES, CLR_MD_V12_SB_SECTOR * ARR_SECTOR, CLR_IO_FUA);
+    if (rc) {
+        clr_err_set(e, rc, "%s: cannot write the superblock: %s", path, strerror(-rc));
+        goto fail;
+    }
+    clr_io_free(buf);
+    m->sb = sb;
+    m->dev_number = dn;
+    m->role = -1;
+    m->state = ARR_M_SPARE;
+    m->io = io;
+    pthread_mutex_lock(&a->lock);
+    a->mem[a->nmem++] = m;
+    place_spare_locked(a, m);
+    gen = ++a->state_gen;
+    pthread_mutex_unlock(&a->lock);
+    clr_arr_log(a, LOG_NOTICE, "%s: added as device %u", path, dn);
+    return clr_arr_sb_update(a, gen, false);
+fail:
+    clr_io_free(buf);
+    if (m)
+        free(m->path);
+    free(m);
+    clr_io_close(io);
+    return rc;
+}
+
+static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_err *e)
+{
+    struct arr_member *m;
+    struct clr_md_sb sb;
+    struct clr_err de;
+    struct clr_io_dev *io = NULL;
+    uint8_t *buf = NULL;
+    uint64_t gen;
+    bool fresh = false;
+    int rc, role;
+
+    pthread_mutex_lock(&a->lock);
+    rc = need_running(a, e);
+    m = rc ? NULL : find_locked(a, path);
+    if (!rc && m && m->state == ARR_M_IN_SYNC) {
+        /* The last copy came back: blocked I/O is retried. */
+        bool was = a->frozen;
+
+        a->frozen = a->thaw_err = false;
+        pthread_cond_broadcast(&a->cond);
+        pthread_mutex_unlock(&a->lock);
+        if (was)
+            clr_arr_log(a, LOG_NOTICE, "%s: back, array thawed", path);
+        return was ? 0 : clr_err_set(e, -EALREADY, "%s is in sync already", path);
+    }
+    if (!rc && m && m->state != ARR_M_FAULTY && m->state != ARR_M_REMOVED)
+        rc = clr_err_set(e, -EBUSY, "%s is %s: nothing to re-add", path, mstate_names[m->state]);
+    io = m ? m->io : NULL;
+    pthread_mutex_unlock(&a->lock);
+    if (rc)
+        return rc;
+    if (!io) {
+        rc = clr_io_open(a->ctx, path, ((a->flags & CLR_ARRAY_BUFFERED) ? CLR_IO_OPEN_BUFFERED : 0) |
+                         CLR_IO_OPEN_EXCL, &io);
+        if (rc)
+            return clr_err_set(e, rc, "%s: cannot open: %s", path, strerror(-rc));
+        fresh = true;
+    }
+    rc = clr_io_alloc((void **)&buf, CLR_MD_SB_AREA_BYTES);
+    if (rc == 0)
+        rc = clr_io_pread(io, buf, CLR_MD_SB_AREA_BYTES, CLR_MD_V12_SB_SECTOR * ARR_SECTOR);
+    if (rc) {
+        clr_err_set(e, rc, "%s: cannot read its superblock: %s", path, strerror(-rc));
+        goto fail;
+    }
+    rc = clr_md_sb_decode(buf, CLR_MD_SB_AREA_BYTES, 0, &sb, &de);
+    if (rc) {
+        clr_err_set(e, rc, "%s: %s: add it as a new device instead", path, de.msg);
+        goto fail;
+    }
+    if (memcmp(sb.set_uuid, a->sb.set_uuid, 16) != 0 || sb.dev_number >= sb.max_dev) {
+        rc = clr_err_set(e, -EINVAL, "%s: not a former member of '%s': add it as a new device", path, a->name);
+        goto fail;
+    }
+    role = sb.dev_roles[sb.dev_number];
+    if (m && m->role >= 0)
+        role = m->role;
+    pthread_mutex_lock(&a->lock);
+    if (role >= (int)a->g.raid_disks || role < 0) {
+        rc = clr_err_set(e, -EINVAL, "%s: had no active role: add it as a spare", path);
+    } else if (a->role_mem[role]) {
+        rc = clr_err_set(e, -EBUSY, "%s: its role %d is taken by %s: add it as a spare instead", path,
+                         role, a->role_mem[role]->path);
+    } else if (!m) {
+        for (unsigned i = 0; i < a->nmem; i++)
+            if (a->mem[i]->dev_number == sb.dev_number || memcmp(a->mem[i]->sb.device_uuid, sb.device_uuid, 16) == 0)
+                rc = clr_err_set(e, -EEXIST, "%s: the same device as %s", path, a->mem[i]->path);
+        if (!rc) {
+            m = calloc(1, sizeof *m);
+            if (!m || !(m->path = strdup(path))) {
+                free(m);
+                m = NULL;
+                rc = clr_err_set(e, -ENOMEM, "out of memory");
+            } else {
+                a->mem[a->nmem++] = m;
+            }
+        }
+    }
+    if (rc) {
+        pthread_mutex_unlock(&a->lock);
+        goto fail;
+    }
+    m->sb = sb;
+    m->dev_number = sb.dev_number;
+    m->io = io;
+    m->role = role;
+    m->state = ARR_M_REBUILDING;
+    /* The bitmap covers only what changed since it left in sync; a member
+     * that left half-rebuilt needs a full recovery. */
+    m->bitmap_recovery = !(sb.feature_map & CLR_MD_FEAT_RECOVERY_OFFSET) ||
+                         (sb.feature_map & CLR_MD_FEAT_RECOVERY_BITMAP);
+    m->recovery_offset = 0;
+    a->role_mem[role] = m;
+    a->frozen = a->thaw_err = false;
+    gen = ++a->state_gen;
+    pthread_cond_broadcast(&a->cond);
+    pthread_mutex_unlock(&a->lock);
+    clr_io_free(buf);
+    clr_arr_log(a, LOG_NOTICE, "%s: re-added in role %d, resyncing the bitmap's dirty chunks", path, role);
+    rc = clr_arr_sb_update(a, gen, false);
+    clr_arr_bm_flush(a);
+    return rc;
+fail:
+    clr_io_free(buf);
+    if (fresh)
+        clr_io_close(io);
+    return rc;
+}
+
+int clr_array_start_check(struct clr_array *a, bool repair, struct clr_err *e)
+{
+    int rc;
+
+    pthread_mutex_lock(&a->lock);
+    rc = need_running(a, e);
+    if (!rc && (a->action != ARR_SYNC_IDLE || a->requested != ARR_SYNC_IDLE))
+        rc = clr_err_set(e, -EBUSY, "'%s' is busy with %s: wait for it to finish", a->name,
+                         clr_arr_action_name(a->action != ARR_SYNC_IDLE ? a->action : a->requested));
+    if (!rc) {
+        a->requested = repair ? ARR_SYNC_REPAIR : ARR_SYNC_CHECK;
+        pthread_cond_broadcast(&a->cond);
+    }
+    pthread_mutex_unlock(&a->lock);
+    return rc;
+}
+
+int clr_array_thaw_error(struct clr_array *a, struct clr_err *e)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&a->lock);
+    if (!a->frozen) {
+        rc = clr_err_set(e, -EINVAL, "'%s' is not frozen", a->name);
+    } else {
+        a->thaw_err = true;
+        clr_arr_log(a, LOG_WARNING, "thawed with errors: %" PRIu64 " blocked requests fail with EIO",
+                    a->blocked);
+        pthread_cond_broadcast(&a->cond);
+    }
+    pthread_mutex_unlock(&a->lock);
+    return rc;
+}
+
+struct clr_io_dev *clr_array_member_io(struct clr_array *a, const char *path)
+{
+    struct arr_member *m;
+    struct clr_io_dev *io;
+
+    pthread_mutex_lock(&a->lock);
+    m = find_locked(a, path);
+    io = m ? m->io : NULL;
+    pthread_mutex_unlock(&a->lock);
+    return io;
+}
+
+static bool busy_locked(struct clr_array *a)
+{
+    if (a->action != ARR_SYNC_IDLE || a->requested != ARR_SYNC_IDLE || a->resync_pending)
+        return true;
+    for (unsigned i = 0; i < a->nmem; i++)
+        if (a->mem[i]->state == ARR_M_REBUILDING && a->mem[i]->io)
+            return true;
+    return false;
+}
+
+int clr_array_wait_sync_idle(struct clr_array *a, unsigned timeout_ms)
+{
+    struct timespec ts;
+    int rc = 0;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += timeout_ms / 1000;
+    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&a->lock);
+    while (a->running && !a->frozen && busy_locked(a) && rc == 0)
+        rc = -pthread_cond_timedwait(&a->cond, &a->lock, &ts);
+    if (rc == 0 && a->running && busy_locked(a))
+        rc = -EBUSY;
+    pthread_mutex_unlock(&a->lock);
+    return rc;
+}
+
+int clr_array_wait_frozen(struct clr_array *a, unsigned timeout_ms, uint64_t min_blocked)
+{
+    for (unsigned t = 0; t < timeout_ms; t += 5) {
+        bool ok;
+
+        pthread_mutex_lock(&a->lock);
+        ok = a->frozen && a->blocked >= min_blocked;
+        pthread_mutex_unlock(&a->lock);
+        if (ok)
+            return 0;
+        struct timespec ts = { 0, 5000000 };
+        nanosleep(&ts, NULL);
+    }
+    return -ETIMEDOUT;
+}
+
+void clr_array_set_sync_speed(struct clr_array *a, uint32_t min_kib, uint32_t max_kib)
+{
+    pthread_mutex_lock(&a->lock);
+    if (min_kib)
+        a->speed_min_kib = min_kib;
+    if (max_kib)
+        a->speed_max_kib = max_kib;
+    pthread_mutex_unlock(&a->lock);
+}
+
+int clr_array_fail_device(struct clr_array *a, const char *path, struct clr_err *e)
+{
+    int rc;
+
+    pthread_mutex_lock(&a->mgmt_lock);
+    rc = mgmt_fail_device(a, path, e);
+    pthread_mutex_unlock(&a->mgmt_lock);
+    return rc;
+}
+
+int clr_array_remove_device(struct clr_array *a, const char *path, struct clr_err *e)
+{
+    int rc;
+
+    pthread_mutex_lock(&a->mgmt_lock);
+    rc = mgmt_remove_device(a, path, e);
+    pthread_mutex_unlock(&a->mgmt_lock);
+    return rc;
+}
+
+int clr_array_add_device(struct clr_array *a, const char *path, struct clr_err *e)
+{
+    int rc;
+
+    pthread_mutex_lock(&a->mgmt_lock);
+    rc = mgmt_add_device(a, path, e);
+    pthread_mutex_unlock(&a->mgmt_lock);
+    return rc;
+}
+
+int clr_array_readd_device(struct clr_array *a, const char *path, struct clr_err *e)
+{
+    int rc;
+
+    pthread_mutex_lock(&a->mgmt_lock);
+    rc = mgmt_readd_device(a, path, e);
+    pthread_mutex_unlock(&a->mgmt_lock);
+    return rc;
+}

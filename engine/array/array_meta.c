@@ -1,0 +1,621 @@
+/* clraid array core: run/stop, superblock updates, member failure and
+ * freeze, the write-intent bitmap (batched flushes, lazy clearing) and the
+ * range lock. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+
+#include "array/array_internal.h"
+
+void clr_arr_log(struct clr_array *a, int prio, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (a->log)
+        a->log(a->log_opaque, prio, msg);
+    else if (prio <= LOG_WARNING)
+        fprintf(stderr, "clraid: %s: %s\n", a->name, msg);
+}
+
+uint64_t clr_arr_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void clr_arr_leg_done(void *arg, int res)
+{
+    struct arr_leg *l = arg;
+
+    l->res = res < 0 ? res : 0;
+    clr_io_wg_done(l->wg, res < 0 ? res : 0);
+}
+
+void clr_arr_view(struct clr_array *a, struct arr_view *v)
+{
+    pthread_mutex_lock(&a->lock);
+    for (uint32_t r = 0; r < a->g.raid_disks; r++) {
+        v->m[r] = a->role_mem[r];
+        v->st[r] = v->m[r] ? v->m[r]->state : ARR_M_REMOVED;
+    }
+    pthread_mutex_unlock(&a->lock);
+}
+
+/* ---- range lock ---- */
+
+void clr_arr_rl_init(struct arr_rlock *rl)
+{
+    pthread_mutex_init(&rl->mu, NULL);
+    pthread_cond_init(&rl->cv, NULL);
+    rl->held = NULL;
+}
+
+void clr_arr_rl_destroy(struct arr_rlock *rl)
+{
+    pthread_mutex_destroy(&rl->mu);
+    pthread_cond_destroy(&rl->cv);
+}
+
+static bool rl_overlaps(const struct arr_rlock *rl, uint64_t s, uint64_t e)
+{
+    for (const struct arr_range *r = rl->held; r; r = r->next)
+        if (r->start < e && s < r->end)
+            return true;
+    return false;
+}
+
+void clr_arr_rl_lock(struct arr_rlock *rl, struct arr_range *r, uint64_t start, uint64_t n)
+{
+    pthread_mutex_lock(&rl->mu);
+    while (rl_overlaps(rl, start, start + n))
+        pthread_cond_wait(&rl->cv, &rl->mu);
+    r->start = start;
+    r->end = start + n;
+    r->next = rl->held;
+    rl->held = r;
+    pthread_mutex_unlock(&rl->mu);
+}
+
+void clr_arr_rl_unlock(struct arr_rlock *rl, struct arr_range *r)
+{
+    pthread_mutex_lock(&rl->mu);
+    for (struct arr_range **pp = &rl->held; *pp; pp = &(*pp)->next) {
+        if (*pp == r) {
+            *pp = r->next;
+            break;
+        }
+    }
+    pthread_cond_broadcast(&rl->cv);
+    pthread_mutex_unlock(&rl->mu);
+}
+
+/* ---- member states ---- */
+
+bool clr_arr_enough_without(struct clr_array *a, int role)
+{
+    bool failed[CLR_RAID_MAX_DISKS];
+
+    for (uint32_t r = 0; r < a->g.raid_disks; r++)
+        failed[r] = !a->role_mem[r] || a->role_mem[r]->state != ARR_M_IN_SYNC || (int)r == role;
+    return a->g.pers->enough(&a->g, failed);
+}
+
+/* Degraded = some role without an in-sync member. Caller holds lock. */
+void clr_arr_recompute_locked(struct clr_array *a)
+{
+    bool d = false;
+
+    for (uint32_t r = 0; r < a->g.raid_disks; r++)
+        d |= !a->role_mem[r] || a->role_mem[r]->state != ARR_M_IN_SYNC;
+    a->degraded = d;
+}
+
+void clr_arr_bm_set_degraded(struct clr_array *a)
+{
+    bool d;
+
+    pthread_mutex_lock(&a->lock);
+    d = a->degraded;
+    pthread_mutex_unlock(&a->lock);
+    pthread_mutex_lock(&a->bm_lock);
+    clr_bmc_set_degraded(&a->bmc, d);
+    pthread_mutex_unlock(&a->bm_lock);
+}
+
+void clr_arr_sync_kick_locked(struct clr_array *a)
+{
+    pthread_cond_broadcast(&a->cond);
+}
+
+/* A hot spare takes the role a failed member left. Caller holds lock. */
+static void take_spare_locked(struct clr_array *a, int role)
+{
+    for (unsigned i = 0; i < a->nmem; i++) {
+        struct arr_member *s = a->mem[i];
+
+        if (s->state != ARR_M_SPARE || !s->io)
+            continue;
+        s->state = ARR_M_REBUILDING;
+        s->role = role;
+        s->recovery_offset = 0;
+        s->bitmap_recovery = false;
+        a->role_mem[role] = s;
+        clr_arr_log(a, LOG_NOTICE, "%s: hot spare takes role %d, rebuilding", s->path, role);
+        clr_arr_sync_kick_locked(a);
+        return;
+    }
+}
+
+/* Marks @m Faulty under lock; false if that would leave too little redundancy. */
+static bool mark_faulty_locked(struct clr_array *a, struct arr_member *m)
+{
+    int role = m->role;
+
+    if (m->state == ARR_M_FAULTY || m->state == ARR_M_REMOVED)
+        return true;
+    if (m->state == ARR_M_IN_SYNC && !clr_arr_enough_without(a, role))
+        return false;
+    m->state = ARR_M_FAULTY;
+    m->faulty_gen = ++a->state_gen;
+    if (role >= 0 && a->role_mem[role] == m)
+        a->role_mem[role] = NULL;
+    clr_arr_recompute_locked(a);
+    if (role >= 0)
+        take_spare_locked(a, role);
+    return true;
+}
+
+int clr_arr_member_failed(struct clr_array *a, struct arr_member *m, int err)
+{
+    bool was, ok;
+    uint64_t gen;
+
+    pthread_mutex_lock(&a->lock);
+    was = m->state == ARR_M_FAULTY;
+    ok = mark_faulty_locked(a, m);
+    if (!ok) {
+        if (!a->frozen)
+            clr_arr_log(a, LOG_CRIT, "%s: I/O error (%s) on the last copy: array frozen; 'clraid thaw %s --error' fails the blocked I/O",
+                        m->path, strerror(-err), a->name);
+        a->frozen = true;
+        pthread_mutex_unlock(&a->lock);
+        return -EAGAIN;
+    }
+    if (!was && m->state == ARR_M_FAULTY)
+        clr_arr_log(a, LOG_ERR, "%s: I/O error (%s): member marked faulty, array runs degraded",
+                    m->path, strerror(-err));
+    gen = m->faulty_gen;
+    pthread_mutex_unlock(&a->lock);
+    clr_arr_bm_set_degraded(a);
+    /* The failure is on disk before the caller acknowledges anything. */
+    clr_arr_sb_update(a, gen, false);
+    return 0;
+}
+
+int clr_arr_wait_thaw(struct clr_array *a)
+{
+    int rc;
+
+    pthread_mutex_lock(&a->lock);
+    a->blocked++;
+    while (a->frozen && !a->thaw_err && !a->stopping)
+        pthread_cond_wait(&a->cond, &a->lock);
+    a->blocked--;
+    rc = (a->frozen && a->thaw_err) || a->stopping ? -EIO : 0;
+    pthread_mutex_unlock(&a->lock);
+    return rc;
+}
+
+/* ---- superblocks ---- */
+
+static void fill_member_sb(const struct clr_array *a, const struct arr_member *m, bool clean,
+                           struct clr_md_sb *sb)
+{
+    *sb = a->sb;
+    sb->dev_number = m->dev_number;
+    memcpy(sb->device_uuid, m->sb.device_uuid, 16);
+    sb->data_offset = m->sb.data_offset;
+    sb->data_size = m->sb.data_size;
+    sb->super_offset = m->sb.super_offset;
+    sb->devflags = m->sb.devflags;
+    sb->bblog_shift = m->sb.bblog_shift;
+    sb->bblog_size = m->sb.bblog_size;
+    sb->bblog_offset = m->sb.bblog_offset;
+    sb->feature_map &= ~(CLR_MD_FEAT_RECOVERY_OFFSET | CLR_MD_FEAT_RECOVERY_BITMAP);
+    sb->recovery_offset = 0;
+    if (m->state == ARR_M_REBUILDING) {
+        sb->feature_map |= CLR_MD_FEAT_RECOVERY_OFFSET;
+        if (m->bitmap_recovery)
+            sb->feature_map |= CLR_MD_FEAT_RECOVERY_BITMAP;
+        sb->recovery_offset = m->recovery_offset;
+    }
+    sb->resync_offset = clean ? CLR_MD_MAX_SECTOR : 0;
+}
+
+/* Brings every live superblock to at least state generation @gen (0: any
+ * new update): bump events, write all non-faulty members FUA. A member
+ * whose write fails is failed and the update repeated without it. */
+int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean)
+{
+    struct arr_member *tgt[ARR_MAX_MEMBERS];
+    struct arr_leg legs[ARR_MAX_MEMBERS];
+    unsigned n;
+    int rc = 0;
+
+    pthread_mutex_lock(&a->meta_lock);
+    if (gen && a->sb_done_gen >= gen)
+        goto out;
+    for (int tries = 0; tries < 8; tries++) {
+        struct clr_io_wg wg;
+        uint64_t snap;
+        bool again = false;
+
+        pthread_mutex_lock(&a->lock);
+        snap = a->state_gen;
+        a->sb.events++;
+        a->sb.utime = (uint64_t)time(NULL);
+        for (uint32_t i = 0; i < a->sb.max_dev; i++)
+            a->sb.dev_roles[i] = CLR_MD_ROLE_SPARE;
+        n = 0;
+        for (unsigned i = 0; i < a->nmem; i++) {
+            struct arr_member *m = a->mem[i];
+
+            if (m->dev_number < a->sb.max_dev) {
+                if (m->state == ARR_M_FAULTY)
+                    a->sb.dev_roles[m->dev_number] = CLR_MD_ROLE_FAULTY;
+                else if ((m->state == ARR_M_IN_SYNC || m->state == ARR_M_REBUILDING) && m->role >= 0)
+                    a->sb.dev_roles[m->dev_number] = (uint16_t)m->role;
+            }
+        }
+        for (unsigned i = 0; i < a->nmem; i++) {
+            struct arr_member *m = a->mem[i];
+            struct clr_md_sb sb;
+
+            if (m->state == ARR_M_FAULTY || m->state == ARR_M_REMOVED || !m->io)
+                continue;
+            fill_member_sb(a, m, clean, &sb);
+            m->sb.events = sb.events;
+            clr_md_sb_encode(&sb, a->sb_buf + (size_t)n * CLR_MD_SB_AREA_BYTES, CLR_MD_SB_AREA_BYTES);
+            tgt[n++] = m;
+        }
+        pthread_mutex_unlock(&a->lock);
+        clr_io_wg_init(&wg);
+        for (unsigned i = 0; i < n; i++) {
+            legs[i] = (struct arr_leg){ .wg = &wg, .m = tgt[i] };
+            clr_io_wg_add(&wg, 1);
+            int s = clr_io_write(tgt[i]->io, a->sb_buf + (size_t)i * CLR_MD_SB_AREA_BYTES,
+                                 CLR_MD_SB_AREA_BYTES, CLR_MD_V12_SB_SECTOR * ARR_SECTOR,
+                                 CLR_IO_FUA, clr_arr_leg_done, &legs[i]);
+            if (s < 0)
+                clr_arr_leg_done(&legs[i], s);
+        }
+        clr_io_wg_wait(&wg);
+        pthread_mutex_lock(&a->lock);
+        for (unsigned i = 0; i < n; i++) {
+            if (legs[i].res < 0) {
+                if (mark_faulty_locked(a, tgt[i])) {
+                    clr_arr_log(a, LOG_ERR, "%s: superblock write failed (%s): member marked faulty",
+                                tgt[i]->path, strerror(-legs[i].res));
+                    again = true;
+                } else {
+                    a->frozen = true;
+                    rc = legs[i].res;
+                }
+            }
+        }
+        pthread_mutex_unlock(&a->lock);
+        a->sb_done_gen = snap;
+        if (!again)
+            break;
+        clr_arr_bm_set_degraded(a);
+    }
+out:
+    pthread_mutex_unlock(&a->meta_lock);
+    return rc;
+}
+
+/* ---- bitmap ---- */
+
+/* Writes this slot's region (sb + bits) to every live member with FUA.
+ * Called with bm_lock held and bm_flushing set; drops bm_lock meanwhile. */
+static void bm_write_locked(struct clr_array *a)
+{
+    struct arr_member *tgt[ARR_MAX_MEMBERS];
+    struct arr_leg legs[ARR_MAX_MEMBERS];
+    struct clr_bitmap_sb b = a->bsb;
+    struct clr_io_wg wg;
+    unsigned n = 0;
+
+    memset(a->bm_buf, 0, a->bm_write_bytes);
+    clr_bmc_render(&a->bmc, 0, a->bmc.nchunks, a->bm_buf + CLR_BITMAP_SB_BYTES);
+    pthread_mutex_unlock(&a->bm_lock);
+
+    pthread_mutex_lock(&a->lock);
+    b.events = a->sb.events;
+    for (unsigned i = 0; i < a->nmem; i++) {
+        struct arr_member *m = a->mem[i];
+
+        if ((m->state == ARR_M_IN_SYNC || m->state == ARR_M_REBUILDING) && m->io)
+            tgt[n++] = m;
+    }
+    pthread_mutex_unlock(&a->lock);
+    clr_bitmap_sb_encode(&b, a->bm_buf, CLR_BITMAP_SB_BYTES);
+    clr_io_wg_init(&wg);
+    for (unsigned i = 0; i < n; i++) {
+        legs[i] = (struct arr_leg){ .wg = &wg, .m = tgt[i] };
+        clr_io_wg_add(&wg, 1);
+        int s = clr_io_write(tgt[i]->io, a->bm_buf, a->bm_write_bytes, a->bm_off, CLR_IO_FUA,
+                             clr_arr_leg_done, &legs[i]);
+        if (s < 0)
+            clr_arr_leg_done(&legs[i], s);
+    }
+    clr_io_wg_wait(&wg);
+    atomic_fetch_add(&a->n_bm_flushes, 1);
+    for (unsigned i = 0; i < n; i++)
+        if (legs[i].res < 0)
+            clr_arr_member_failed(a, tgt[i], legs[i].res);
+    pthread_mutex_lock(&a->bm_lock);
+}
+
+/* Waits until generation @gen of the in-memory bitmap is on disk; the
+ * first waiter writes, later ones ride on its flush or the next one.
+ * Caller holds bm_lock. */
+static void bm_flush_to_locked(struct clr_array *a, uint64_t gen)
+{
+    while (a->bm_done_gen < gen) {
+        if (a->bm_flushing) {
+            pthread_cond_wait(&a->bm_cond, &a->bm_lock);
+            continue;
+        }
+        uint64_t g = a->bm_want_gen;
+
+        a->bm_flushing = true;
+        bm_write_locked(a);
+        a->bm_flushing = false;
+        a->bm_done_gen = g;
+        pthread_cond_broadcast(&a->bm_cond);
+    }
+}
+
+int clr_arr_bm_start_write(struct clr_array *a, uint64_t ss, uint64_t sn)
+{
+    int rc;
+
+    if (ss + sn > a->sync_sectors)
+        sn = a->sync_sectors - ss;
+    pthread_mutex_lock(&a->bm_lock);
+    while ((rc = clr_bmc_start_write(&a->bmc, ss, sn, NULL, NULL)) == -EBUSY) {
+        pthread_mutex_unlock(&a->bm_lock);
+        struct timespec ts = { 0, 1000000 };
+        nanosleep(&ts, NULL);
+        pthread_mutex_lock(&a->bm_lock);
+    }
+    if (rc > 0)
+        bm_flush_to_locked(a, ++a->bm_want_gen);
+    pthread_mutex_unlock(&a->bm_lock);
+    return rc < 0 ? rc : 0;
+}
+
+void clr_arr_bm_end_write(struct clr_array *a, uint64_t ss, uint64_t sn, bool ok)
+{
+    if (ss + sn > a->sync_sectors)
+        sn = a->sync_sectors - ss;
+    pthread_mutex_lock(&a->bm_lock);
+    clr_bmc_end_write(&a->bmc, ss, sn, ok);
+    pthread_mutex_unlock(&a->bm_lock);
+}
+
+int clr_arr_bm_flush(struct clr_array *a)
+{
+    pthread_mutex_lock(&a->bm_lock);
+    bm_flush_to_locked(a, ++a->bm_want_gen);
+    pthread_mutex_unlock(&a->bm_lock);
+    return 0;
+}
+
+/* Clears idle bits in memory; true if any went clean. Caller holds bm_lock. */
+static bool bm_sweep_locked(struct clr_array *a)
+{
+    uint64_t cleared[256];
+    bool any = false;
+    size_t n;
+
+    do {
+        n = clr_bmc_sweep(&a->bmc, cleared, 256);
+        any |= n > 0;
+    } while (n == 256);
+    return any;
+}
+
+static void *bm_daemon(void *arg)
+{
+    struct clr_array *a = arg;
+    struct timespec next;
+
+    clock_gettime(CLOCK_REALTIME, &next);
+    pthread_mutex_lock(&a->lock);
+    while (!a->stopping) {
+        struct timespec now;
+
+        /* a->cond is shared: sweep only when the period is really over */
+        next.tv_sec += a->bitmap_sleep_ms / 1000;
+        next.tv_nsec += (long)(a->bitmap_sleep_ms % 1000) * 1000000;
+        if (next.tv_nsec >= 1000000000) {
+            next.tv_sec++;
+            next.tv_nsec -= 1000000000;
+        }
+        for (;;) {
+            clock_gettime(CLOCK_REALTIME, &now);
+            if (a->stopping || now.tv_sec > next.tv_sec ||
+                (now.tv_sec == next.tv_sec && now.tv_nsec >= next.tv_nsec))
+                break;
+            pthread_cond_timedwait(&a->cond, &a->lock, &next);
+        }
+        if (a->stopping)
+            break;
+        pthread_mutex_unlock(&a->lock);
+        pthread_mutex_lock(&a->bm_lock);
+        if (bm_sweep_locked(a))
+            bm_flush_to_locked(a, ++a->bm_want_gen);
+        pthread_mutex_unlock(&a->bm_lock);
+        pthread_mutex_lock(&a->lock);
+    }
+    pthread_mutex_unlock(&a->lock);
+    return NULL;
+}
+
+/* ---- run / stop ---- */
+
+static void close_members(struct clr_array *a)
+{
+    for (unsigned i = 0; i < a->nmem; i++) {
+        clr_io_close(a->mem[i]->io);
+        a->mem[i]->io = NULL;
+    }
+    clr_io_ctx_destroy(a->ctx);
+    a->ctx = NULL;
+    clr_arr_pool_destroy(a);
+    clr_io_free(a->sb_buf);
+    clr_io_free(a->bm_buf);
+    a->sb_buf = a->bm_buf = NULL;
+}
+
+int clr_array_run(struct clr_array *a, struct clr_err *e)
+{
+    struct clr_io_ctx_opts o = { .queue_depth = 512 };
+    int rc;
+
+    if (!a->stopped)
+        return clr_err_set(e, -EALREADY, "'%s' is already running", a->name);
+    rc = clr_io_ctx_create(&o, &a->ctx);
+    if (rc)
+        return clr_err_set(e, rc, "cannot set up io_uring: %s", strerror(-rc));
+    clr_arr_pool_init(a);
+    if (clr_io_alloc((void **)&a->sb_buf, (size_t)ARR_MAX_MEMBERS * CLR_MD_SB_AREA_BYTES) ||
+        clr_io_alloc((void **)&a->bm_buf, a->bm_write_bytes)) {
+        close_members(a);
+        return clr_err_set(e, -ENOMEM, "out of memory");
+    }
+    a->lbs = ARR_SECTOR;
+    for (unsigned i = 0; i < a->nmem; i++) {
+        struct arr_member *m = a->mem[i];
+        struct clr_io_dev_info info;
+        unsigned fl = (a->flags & CLR_ARRAY_BUFFERED) ? CLR_IO_OPEN_BUFFERED : 0;
+
+        if (m->state == ARR_M_FAULTY || m->state == ARR_M_REMOVED)
+            continue;
+        rc = clr_io_open(a->ctx, m->path, fl | CLR_IO_OPEN_EXCL, &m->io);
+        if (rc) {
+            clr_err_set(e, rc, "%s: cannot open for I/O: %s", m->path, strerror(-rc));
+            close_members(a);
+            return rc;
+        }
+        clr_io_dev_info(m->io, &info);
+        if (info.logical_block > a->lbs)
+            a->lbs = info.logical_block;
+    }
+    pthread_mutex_lock(&a->lock);
+    a->stopped = false;
+    a->stopping = false;
+    a->running = true;
+    a->frozen = a->thaw_err = false;
+    /* a spare assembled with a degraded array takes a vacant role now */
+    for (uint32_t r = 0; r < a->g.raid_disks; r++)
+        if (!a->role_mem[r])
+            take_spare_locked(a, (int)r);
+    clr_arr_recompute_locked(a);
+    a->resync_pending = clr_bmc_dirty_chunks(&a->bmc) > 0;
+    a->state_gen++;
+    pthread_mutex_unlock(&a->lock);
+    clr_arr_bm_set_degraded(a);
+    /* Mark active before any write can happen. */
+    rc = clr_arr_sb_update(a, 0, false);
+    if (rc) {
+        clr_err_set(e, rc, "cannot write the superblocks: %s", strerror(-rc));
+        goto fail;
+    }
+    if (pthread_create(&a->bm_thread, NULL, bm_daemon, a) != 0) {
+        rc = clr_err_set(e, -EAGAIN, "cannot start the bitmap thread");
+        goto fail;
+    }
+    a->bm_thread_on = true;
+    if (pthread_create(&a->sync_thread, NULL, clr_arr_sync_main, a) != 0) {
+        rc = clr_err_set(e, -EAGAIN, "cannot start the sync thread");
+        goto fail;
+    }
+    a->sync_thread_on = true;
+    clr_arr_log(a, LOG_INFO, "started %s, %u devices, %" PRIu64 " dirty bitmap chunks",
+                a->g.pers->name, a->g.raid_disks, clr_bmc_dirty_chunks(&a->bmc));
+    return 0;
+fail:
+    clr_array_stop(a);
+    return rc;
+}
+
+static int array_stop(struct clr_array *a);
+
+int clr_array_stop(struct clr_array *a)
+{
+    int rc;
+
+    if (!a)
+        return 0;
+    /* no management call may run against a half-stopped array */
+    pthread_mutex_lock(&a->mgmt_lock);
+    rc = array_stop(a);
+    pthread_mutex_unlock(&a->mgmt_lock);
+    return rc;
+}
+
+static int array_stop(struct clr_array *a)
+{
+    bool dirty_left;
+    int rc = 0;
+
+    pthread_mutex_lock(&a->lock);
+    if (a->stopped) {
+        pthread_mutex_unlock(&a->lock);
+        return 0;
+    }
+    a->stopping = true;
+    a->sync_abort = true;
+    pthread_cond_broadcast(&a->cond);
+    while (a->inflight)
+        pthread_cond_wait(&a->cond, &a->lock);
+    pthread_mutex_unlock(&a->lock);
+    if (a->sync_thread_on)
+        pthread_join(a->sync_thread, NULL);
+    if (a->bm_thread_on)
+        pthread_join(a->bm_thread, NULL);
+    a->sync_thread_on = a->bm_thread_on = false;
+    clr_arr_flush_all(a);
+    /* Everything is on every leg now: idle clean chunks may go. */
+    pthread_mutex_lock(&a->bm_lock);
+    for (unsigned i = 0; i <= CLR_BMC_DEFAULT_IDLE_SWEEPS; i++)
+        bm_sweep_locked(a);
+    bm_flush_to_locked(a, ++a->bm_want_gen);
+    dirty_left = clr_bmc_dirty_chunks(&a->bmc) > 0;
+    pthread_mutex_unlock(&a->bm_lock);
+    pthread_mutex_lock(&a->lock);
+    a->state_gen++;
+    pthread_mutex_unlock(&a->lock);
+    rc = clr_arr_sb_update(a, 0, !dirty_left && !a->degraded);
+    pthread_mutex_lock(&a->lock);
+    a->running = false;
+    a->stopped = true;
+    pthread_mutex_unlock(&a->lock);
+    close_members(a);
+    clr_arr_log(a, LOG_INFO, "stopped%s", dirty_left ? " (dirty bitmap chunks kept)" : " clean");
+    return rc;
+}

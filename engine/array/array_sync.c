@@ -1,0 +1,381 @@
+/* clraid array core: the sync thread. One action at a time: resync of
+ * NEEDED bitmap chunks (initial, after a crash, re-add), recovery onto a
+ * rebuilding member, check and repair. Every unit takes the range lock the
+ * client writes take, so sync and client writes never race (§7.4). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+
+#include "array/array_internal.h"
+
+#define SYNC_UNIT_SECTORS   2048u           /* 1 MiB per mirror unit */
+#define CKPT_NS             2000000000ull   /* recovery checkpoint period */
+
+static const char *const action_names[] = {
+    [ARR_SYNC_IDLE] = "idle", [ARR_SYNC_RESYNC] = "resync", [ARR_SYNC_RECOVER] = "recover",
+    [ARR_SYNC_CHECK] = "check", [ARR_SYNC_REPAIR] = "repair",
+};
+
+const char *clr_arr_action_name(enum arr_action act)
+{
+    return action_names[act];
+}
+
+static bool should_stop(struct clr_array *a)
+{
+    bool s;
+
+    pthread_mutex_lock(&a->lock);
+    s = a->stopping || a->sync_abort;
+    pthread_mutex_unlock(&a->lock);
+    return s;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+
+    nanosleep(&ts, NULL);
+}
+
+/* md's speed limits: never above max; above min only while no client I/O
+ * competes. Also publishes progress. */
+static void progress(struct clr_array *a, uint64_t pos, uint64_t done)
+{
+    uint64_t now = clr_arr_now_ns(), el, kib = done / 2;
+    uint32_t smin, smax;
+
+    pthread_mutex_lock(&a->lock);
+    a->sync_pos = pos;
+    a->sync_done_sectors = done;
+    el = now - a->sync_start_ns;
+    smin = a->speed_min_kib;
+    smax = a->speed_max_kib;
+    pthread_mutex_unlock(&a->lock);
+    if (el == 0)
+        return;
+    if (kib * 1000000000ull / el > smax) {
+        uint64_t want = kib * 1000000000ull / smax;
+
+        if (want > el)
+            sleep_ns(want - el < 1000000000ull ? want - el : 1000000000ull);
+    } else if (kib * 1000000000ull / el > smin &&
+               now - atomic_load(&a->last_client_ns) < 100000000ull) {
+        sleep_ns(2000000);
+    }
+}
+
+static void begin(struct clr_array *a, enum arr_action act, uint64_t pos, uint64_t total)
+{
+    pthread_mutex_lock(&a->lock);
+    a->action = act;
+    a->sync_total = total;
+    a->sync_pos = pos;
+    a->sync_done_sectors = 0;
+    a->sync_start_ns = clr_arr_now_ns();
+    pthread_mutex_unlock(&a->lock);
+}
+
+/* Does a unit of [pos, pos+u) sync sectors under the range lock. */
+static int unit(struct clr_array *a, enum arr_action act, uint64_t pos, uint64_t u, uint64_t *mm)
+{
+    struct arr_range r;
+    int rc;
+
+    clr_arr_rl_lock(&a->rl, &r, pos, u);
+    rc = a->ops->sync_unit(a, act, pos, u, mm);
+    clr_arr_rl_unlock(&a->rl, &r);
+    return rc;
+}
+
+static uint64_t unit_sectors(const struct clr_array *a)
+{
+    if (a->g.pers->has_parity)
+        return a->g.chunk_sectors * (SYNC_UNIT_SECTORS / a->g.chunk_sectors ? SYNC_UNIT_SECTORS / a->g.chunk_sectors : 1);
+    return SYNC_UNIT_SECTORS;
+}
+
+/* The sync range [s, e) as whole units of the level (stripes for parity). */
+static void align_range(const struct clr_array *a, uint64_t *s, uint64_t *e)
+{
+    uint64_t lim = a->g.pers->has_parity ? a->g.used_dev_sectors : a->g.array_sectors;
+
+    if (a->g.pers->has_parity) {
+        *s -= *s % a->g.chunk_sectors;
+        *e = (*e + a->g.chunk_sectors - 1) / a->g.chunk_sectors * a->g.chunk_sectors;
+    }
+    if (*e > lim)
+        *e = lim;
+    if (*s > *e)
+        *s = *e;
+}
+
+/* Some role has no member that is in sync or being re-added from the
+ * bitmap: NEEDED bits must then stay for a later re-add. Caller holds lock. */
+static bool sync_degraded_locked(struct clr_array *a)
+{
+    for (uint32_t r = 0; r < a->g.raid_disks; r++) {
+        struct arr_member *m = a->role_mem[r];
+
+        if (!m || !(m->state == ARR_M_IN_SYNC || (m->state == ARR_M_REBUILDING && m->bitmap_recovery)))
+            return true;
+    }
+    return false;
+}
+
+static int run_resync(struct clr_array *a)
+{
+    struct arr_member *tgt[ARR_MAX_MEMBERS];
+    uint64_t bc = a->bsb.chunksize / ARR_SECTOR, nchunks = a->bmc.nchunks, total = 0, done = 0;
+    uint64_t mm = 0, us = unit_sectors(a);
+    bool degraded, aborted = false;
+    unsigned nt = 0;
+    int rc = 0;
+
+    pthread_mutex_lock(&a->lock);
+    a->resync_pending = false;
+    for (uint32_t r = 0; r < a->g.raid_disks; r++) {
+        struct arr_member *m = a->role_mem[r];
+
+        if (m && m->state == ARR_M_REBUILDING && m->bitmap_recovery)
+            tgt[nt++] = m;
+    }
+    pthread_mutex_unlock(&a->lock);
+    pthread_mutex_lock(&a->bm_lock);
+    for (uint64_t k = 0; k < nchunks; k++)
+        total += clr_bmc_is_needed(&a->bmc, k);
+    pthread_mutex_unlock(&a->bm_lock);
+    begin(a, ARR_SYNC_RESYNC, 0, total * bc);
+    clr_arr_log(a, LOG_INFO, "resync of %" PRIu64 " dirty bitmap chunks%s", total,
+                nt ? " (re-add)" : "");
+    for (uint64_t k = 0; k < nchunks && rc == 0; k++) {
+        uint64_t s0 = k * bc, e0 = s0 + bc < a->sync_sectors ? s0 + bc : a->sync_sectors;
+        uint64_t s = s0, e = e0;
+        bool needed;
+
+        if (should_stop(a)) {
+            aborted = true;
+            break;
+        }
+        pthread_mutex_lock(&a->bm_lock);
+        needed = clr_bmc_is_needed(&a->bmc, k);
+        pthread_mutex_unlock(&a->bm_lock);
+        if (!needed)
+            continue;
+        align_range(a, &s, &e);
+        for (uint64_t pos = s; pos < e && rc == 0; pos += us) {
+            rc = unit(a, ARR_SYNC_RESYNC, pos, e - pos < us ? e - pos : us, &mm);
+            progress(a, done * bc + (pos - s), done * bc + (pos - s));
+        }
+        if (rc)
+            break;
+        pthread_mutex_lock(&a->lock);
+        degraded = sync_degraded_locked(a);     /* a member may have failed meanwhile */
+        pthread_mutex_unlock(&a->lock);
+        if (!degraded) {
+            pthread_mutex_lock(&a->bm_lock);
+            clr_bmc_sync_done(&a->bmc, s0, e0 - s0);
+            pthread_mutex_unlock(&a->bm_lock);
+        }
+        pthread_mutex_lock(&a->lock);
+        a->last_resync_bytes += (e0 - s0) * ARR_SECTOR;
+        pthread_mutex_unlock(&a->lock);
+        done++;
+    }
+    if (rc || aborted) {
+        pthread_mutex_lock(&a->lock);
+        a->resync_pending = true;
+        pthread_mutex_unlock(&a->lock);
+    }
+    if (rc == 0 && !aborted && nt) {
+        pthread_mutex_lock(&a->lock);
+        for (unsigned i = 0; i < nt; i++) {
+            if (tgt[i]->state != ARR_M_REBUILDING)
+                continue;
+            tgt[i]->state = ARR_M_IN_SYNC;
+            tgt[i]->bitmap_recovery = false;
+            tgt[i]->recovery_offset = 0;
+            clr_arr_log(a, LOG_NOTICE, "%s: re-added, in sync", tgt[i]->path);
+        }
+        clr_arr_recompute_locked(a);
+        a->state_gen++;
+        pthread_mutex_unlock(&a->lock);
+        clr_arr_bm_set_degraded(a);
+        clr_arr_sb_update(a, 0, false);
+        /* writes during the pass left NEEDED bits (the member was not yet
+         * in sync): one more pass, now whole, lets them clear */
+        uint64_t left = 0;
+
+        pthread_mutex_lock(&a->bm_lock);
+        for (uint64_t k = 0; k < nchunks; k++)
+            left += clr_bmc_is_needed(&a->bmc, k);
+        pthread_mutex_unlock(&a->bm_lock);
+        pthread_mutex_lock(&a->lock);
+        if (left && !a->degraded)
+            a->resync_pending = true;
+        pthread_mutex_unlock(&a->lock);
+    }
+    clr_arr_log(a, LOG_INFO, "resync %s: %" PRIu64 " chunks", rc ? "failed" : aborted ? "interrupted" : "done", done);
+    return rc;
+}
+
+static int run_recover(struct clr_array *a, struct arr_member *m)
+{
+    uint64_t end = a->g.used_dev_sectors, ds, start, last_ckpt = clr_arr_now_ns();
+    uint64_t us = a->g.chunk_sectors ? a->g.chunk_sectors : SYNC_UNIT_SECTORS;
+    bool aborted = false;
+    int rc = 0;
+
+    pthread_mutex_lock(&a->lock);
+    start = ds = m->recovery_offset;
+    pthread_mutex_unlock(&a->lock);
+    begin(a, ARR_SYNC_RECOVER, start, end);
+    clr_arr_log(a, LOG_INFO, "%s: recovery of role %d from sector %" PRIu64, m->path, m->role, ds);
+    while (ds < end) {
+        int64_t k;
+        bool gone;
+
+        pthread_mutex_lock(&a->lock);
+        gone = m->state != ARR_M_REBUILDING;
+        aborted = a->stopping || a->sync_abort;
+        pthread_mutex_unlock(&a->lock);
+        if (gone) {
+            rc = -EIO;
+            break;
+        }
+        if (aborted)
+            break;
+        k = a->ops->recover_unit(a, m, ds, end - ds < us ? end - ds : us);
+        if (k < 0) {
+            rc = (int)k;
+            break;
+        }
+        ds += (uint64_t)k;
+        progress(a, ds, ds - start);
+        if (clr_arr_now_ns() - last_ckpt > CKPT_NS) {
+            uint64_t gen;
+
+            pthread_mutex_lock(&a->lock);
+            m->recovery_offset = ds;
+            gen = ++a->state_gen;
+            pthread_mutex_unlock(&a->lock);
+            clr_arr_sb_update(a, gen, false);
+            last_ckpt = clr_arr_now_ns();
+        }
+    }
+    pthread_mutex_lock(&a->lock);
+    a->last_resync_bytes = (ds - start) * ARR_SECTOR;
+    if (rc == 0 && !aborted && m->state == ARR_M_REBUILDING) {
+        m->state = ARR_M_IN_SYNC;
+        m->recovery_offset = 0;
+        clr_arr_recompute_locked(a);
+        clr_arr_log(a, LOG_NOTICE, "%s: recovery done, role %d in sync", m->path, m->role);
+    } else if (m->state == ARR_M_REBUILDING) {
+        m->recovery_offset = ds;        /* checkpoint kept for the next start */
+    }
+    a->state_gen++;
+    pthread_mutex_unlock(&a->lock);
+    clr_arr_bm_set_degraded(a);
+    clr_arr_sb_update(a, 0, false);
+    /* Chunks written while degraded still need a pass over the in-sync legs. */
+    pthread_mutex_lock(&a->lock);
+    if (rc == 0 && !aborted && !a->degraded)
+        a->resync_pending = true;
+    pthread_mutex_unlock(&a->lock);
+    return rc;
+}
+
+static int run_check(struct clr_array *a, enum arr_action act)
+{
+    uint64_t lim = a->g.pers->has_parity ? a->g.used_dev_sectors : a->g.array_sectors;
+    uint64_t us = unit_sectors(a), mm = 0, pos;
+    int rc = 0;
+
+    begin(a, act, 0, lim);
+    for (pos = 0; pos < lim && rc == 0; pos += us) {
+        if (should_stop(a))
+            break;
+        rc = unit(a, act, pos, lim - pos < us ? lim - pos : us, &mm);
+        progress(a, pos, pos);
+    }
+    pthread_mutex_lock(&a->lock);
+    a->last_check_mismatches = mm;
+    pthread_mutex_unlock(&a->lock);
+    clr_arr_log(a, LOG_INFO, "%s %s: %" PRIu64 " mismatched sectors", clr_arr_action_name(act),
+                pos >= lim ? "done" : "interrupted", mm);
+    return rc;
+}
+
+/* What is due next; caller holds lock. */
+static enum arr_action due_locked(struct clr_array *a, struct arr_member **tgt)
+{
+    enum arr_action r = a->requested;
+
+    if (r != ARR_SYNC_IDLE) {
+        a->requested = ARR_SYNC_IDLE;
+        return r;
+    }
+    for (unsigned i = 0; i < a->nmem; i++) {
+        struct arr_member *m = a->mem[i];
+
+        if (m->state == ARR_M_REBUILDING && !m->bitmap_recovery && m->io) {
+            *tgt = m;
+            return ARR_SYNC_RECOVER;
+        }
+    }
+    for (unsigned i = 0; i < a->nmem; i++)
+        if (a->mem[i]->state == ARR_M_REBUILDING && a->mem[i]->bitmap_recovery)
+            return ARR_SYNC_RESYNC;
+    return a->resync_pending ? ARR_SYNC_RESYNC : ARR_SYNC_IDLE;
+}
+
+void *clr_arr_sync_main(void *arg)
+{
+    struct clr_array *a = arg;
+
+    pthread_mutex_lock(&a->lock);
+    for (;;) {
+        struct arr_member *tgt = NULL;
+        enum arr_action act = ARR_SYNC_IDLE;
+        int rc = 0;
+
+        while (!a->stopping && (a->frozen || (act = due_locked(a, &tgt)) == ARR_SYNC_IDLE))
+            pthread_cond_wait(&a->cond, &a->lock);
+        if (a->stopping)
+            break;
+        a->sync_abort = false;
+        a->action = act;        /* busy from now on, for waiters */
+        if (act == ARR_SYNC_RESYNC || act == ARR_SYNC_RECOVER)
+            a->last_resync_bytes = 0;
+        pthread_mutex_unlock(&a->lock);
+        switch (act) {
+        case ARR_SYNC_RESYNC:
+            rc = run_resync(a);
+            break;
+        case ARR_SYNC_RECOVER:
+            rc = run_recover(a, tgt);
+            break;
+        default:
+            rc = run_check(a, act);
+            break;
+        }
+        pthread_mutex_lock(&a->lock);
+        a->action = ARR_SYNC_IDLE;
+        a->sync_passes++;
+        pthread_cond_broadcast(&a->cond);
+        if (rc && !a->stopping) {
+            /* do not spin on a persistent error */
+            struct timespec ts;
+
+            clr_arr_log(a, LOG_ERR, "%s stopped: %s", clr_arr_action_name(act), strerror(-rc));
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 1;
+            pthread_cond_timedwait(&a->cond, &a->lock, &ts);
+        }
+    }
+    pthread_mutex_unlock(&a->lock);
+    return NULL;
+}

@@ -1,0 +1,17 @@
+# engine/array: the array core (see engine/array/array.h).
+libclraid_la_SOURCES += \
+	engine/array/array.h \
+	engine/array/array_internal.h \
+	engine/array/array_assemble.c \
+	engine/array/array_meta.c \
+	engine/array/array_io.c \
+	engine/array/array_sync.c \
+	engine/array/array_manage.c
+libclraid_la_LIBADD += $(URING_LIBS) $(ISAL_LIBS) $(JSONC_LIBS)
+
+# Unit/integration tests on member files under $TMPDIR (default /var/tmp).
+check_PROGRAMS += tests/array/test_array
+TESTS += tests/array/test_array
+tests_array_test_array_SOURCES = tests/array/test_array.c
+tests_array_test_array_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JSONC_CFLAGS)
+tests_array_test_array_LDADD = libclraid.la $(CMOCKA_LIBS) $(JSONC_LIBS) $(URING_LIBS) $(ISAL_LIBS)

@@ -1,0 +1,230 @@
+/* clraid status [NAME] [--json] [--watch]: the engine's status, as JSON or
+ * as a /proc/mdstat-like view with a progress bar for sync actions;
+ * every array of the run directory when NAME is omitted. */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "cli/cli.h"
+
+static const char *jstr(json_object *o, const char *path, const char *dflt)
+{
+    json_object *v = clr_json_path(o, path);
+
+    return v && !json_object_is_type(v, json_type_null) ? json_object_get_string(v) : dflt;
+}
+
+static int64_t jint(json_object *o, const char *path)
+{
+    json_object *v = clr_json_path(o, path);
+
+    return v ? json_object_get_int64(v) : 0;
+}
+
+static void print_human(const char *name, json_object *st)
+{
+    json_object *devs = clr_json_path(st, "devices"), *prog = clr_json_path(st, "sync_progress");
+    size_t ndev = devs && json_object_is_type(devs, json_type_array) ? json_object_array_length(devs) : 0;
+    int64_t raid_disks = 0, in_sync = 0, max_role = -1;
+
+    printf("%s : %s %s", name, jstr(st, "state", "?"), jstr(st, "level", "?"));
+    for (size_t i = 0; i < ndev; i++) {
+        json_object *d = json_object_array_get_idx(devs, i);
+        const char *path = jstr(d, "path", "?"), *base = strrchr(path, '/');
+        const char *state = jstr(d, "state", "?");
+        json_object *role = clr_json_path(d, "role");
+
+        printf(" %s", base ? base + 1 : path);
+        if (role && !json_object_is_type(role, json_type_null)) {
+            int64_t r = json_object_get_int64(role);
+
+            printf("[%" PRId64 "]", r);
+            if (r > max_role)
+                max_role = r;
+        }
+        if (strcmp(state, "faulty") == 0)
+            printf("(F)");
+        else if (strcmp(state, "spare") == 0)
+            printf("(S)");
+        else if (strcmp(state, "rebuilding") == 0)
+            printf("(R)");
+        else if (strcmp(state, "removed") == 0)
+            printf("(-)");
+        if (strcmp(state, "in_sync") == 0)
+            in_sync++;
+    }
+    raid_disks = max_role + 1;
+    printf("\n      %" PRId64 " KiB", jint(st, "size_bytes") / 1024);
+    if (jint(st, "chunk_kib"))
+        printf(", %" PRId64 "k chunk", jint(st, "chunk_kib"));
+    printf(", events %" PRId64 ", %zu devices, %" PRId64 " in sync [", jint(st, "events"), ndev, in_sync);
+    for (int64_t r = 0; r < raid_disks; r++) {
+        char c = '_';
+
+        for (size_t i = 0; i < ndev; i++) {
+            json_object *d = json_object_array_get_idx(devs, i), *role = clr_json_path(d, "role");
+
+            if (role && !json_object_is_type(role, json_type_null) && json_object_get_int64(role) == r &&
+                strcmp(jstr(d, "state", ""), "in_sync") == 0)
+                c = 'U';
+        }
+        putchar(c);
+    }
+    printf("]\n");
+    if (prog && !json_object_is_type(prog, json_type_null)) {
+        int64_t pos = jint(prog, "position_bytes"), total = jint(prog, "total_bytes");
+        double pct = total > 0 ? 100.0 * (double)pos / (double)total : 0;
+        int width = 20, fill = (int)(pct / 100.0 * width);
+
+        printf("      [");
+        for (int i = 0; i < width; i++)
+            putchar(i < fill ? '=' : i == fill ? '>' : '.');
+        printf("]  %s = %.1f%% (%" PRId64 "/%" PRId64 " KiB) finish=%.1fmin speed=%" PRId64 "K/sec\n",
+               jstr(st, "sync_action", "?"), pct, pos / 1024, total / 1024,
+               (double)jint(prog, "eta_s") / 60.0, jint(prog, "rate_kib_s"));
+    }
+    if (clr_json_path(st, "frozen") && !json_object_is_type(clr_json_path(st, "frozen"), json_type_null))
+        printf("      FROZEN: %" PRId64 " requests blocked; 'clraid thaw %s --error' fails them with EIO\n",
+               jint(st, "frozen.blocked_requests"), name);
+    printf("      bitmap: %" PRId64 " dirty chunks of %" PRId64 " KiB; last resync %" PRId64
+           " KiB; last check %" PRId64 " mismatches\n",
+           jint(st, "bitmap.dirty_chunks"), jint(st, "bitmap.chunk_bytes") / 1024,
+           jint(st, "last_resync.bytes") / 1024, jint(st, "last_check.mismatches"));
+}
+
+/* Names of the arrays whose NAME.ctl is in @dir. */
+static int list_arrays(const char *dir, char ***names, size_t *n)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+
+    *names = NULL;
+    *n = 0;
+    if (!d)
+        return errno == ENOENT ? 0 : -errno;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+
+        if (len > 4 && strcmp(de->d_name + len - 4, ".ctl") == 0) {
+            char **nn = realloc(*names, (*n + 1) * sizeof *nn);
+
+            if (!nn)
+                break;
+            *names = nn;
+            nn[*n] = strndup(de->d_name, len - 4);
+            if (nn[*n])
+                (*n)++;
+        }
+    }
+    closedir(d);
+    return 0;
+}
+
+static int status_once(const char *dir, char **names, size_t n, bool json)
+{
+    json_object *all = json ? json_object_new_object() : NULL;
+    int ret = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        json_object *st = NULL;
+
+        if (clr_cli_ctl("status", dir, names[i], "status", NULL, CLR_CTL_TIMEOUT_MS, &st) != 0) {
+            ret = 1;
+            continue;
+        }
+        if (json)
+            json_object_object_add(all, names[i], st);
+        else {
+            print_human(names[i], st);
+            json_object_put(st);
+        }
+    }
+    if (json) {
+        /* One array by name: its object; all arrays: keyed by name. */
+        json_object *out = all, *one = NULL;
+
+        if (n == 1 && json_object_object_get_ex(all, names[0], &one))
+            out = one;
+        if (out && (n != 1 || one))
+            printf("%s\n", json_object_to_json_string_ext(out, JSON_C_TO_STRING_PRETTY |
+                                                                   JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(all);
+    }
+    fflush(stdout);
+    return ret;
+}
+
+int clr_cmd_status(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "run-dir", required_argument, NULL, 'r' },
+        { "json", no_argument, NULL, 'j' },
+        { "watch", no_argument, NULL, 'w' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *dir = CLR_RUN_DIR_DEFAULT;
+    bool json = false, watch = false;
+    char **names = NULL;
+    size_t n = 0;
+    int c, ret;
+
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'r': dir = optarg; break;
+        case 'j': json = true; break;
+        case 'w': watch = true; break;
+        case 'h':
+            printf("usage: clraid status [NAME] [--json] [--watch] [--run-dir DIR]\n");
+            return 0;
+        default:
+            clr_cli_error("status", "bad option (run 'clraid status --help')");
+            return 1;
+        }
+    }
+    if (argc - optind > 1) {
+        clr_cli_error("status", "give at most one array name: clraid status [NAME]");
+        return 1;
+    }
+    if (argc - optind == 1) {
+        if (clr_name_check("status", argv[optind]) != 0)
+            return 1;
+        names = malloc(sizeof *names);
+        if (!names || !(names[0] = strdup(argv[optind])))
+            return 1;
+        n = 1;
+    } else {
+        int rc = list_arrays(dir, &names, &n);
+
+        if (rc) {
+            clr_cli_error("status", "cannot read the run directory %s: %s", dir, strerror(-rc));
+            return 1;
+        }
+        if (n == 0 && !json) {
+            printf("no arrays running in %s\n", dir);
+            free(names);
+            return 0;
+        }
+    }
+    for (;;) {
+        if (watch && isatty(STDOUT_FILENO))
+            printf("\033[H\033[2J");
+        ret = status_once(dir, names, n, json);
+        if (!watch || ret)
+            break;
+        sleep(1);
+        if (!isatty(STDOUT_FILENO))
+            printf("\n");
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return ret;
+}

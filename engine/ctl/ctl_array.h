@@ -1,0 +1,21 @@
+/* clraid control commands onto the array core: the handler a front end
+ * (the nbdkit plugin today, ublk later) gives to clr_ctl_server_start(). */
+#ifndef CLR_CTL_CTL_ARRAY_H
+#define CLR_CTL_CTL_ARRAY_H
+
+#include "ctl/ctl_proto.h"
+
+struct clr_array;
+
+struct clr_ctl_array {
+    struct clr_array *array;
+    /** "stop": asks the front end to shut down cleanly (it then calls
+     *  clr_array_stop from its own teardown). */
+    void (*stop)(void *opaque);
+    void *opaque;
+};
+
+/** clr_ctl_handler_fn for a struct clr_ctl_array *@opaque. */
+char *clr_ctl_array_handle(void *opaque, const struct clr_ctl_request *req);
+
+#endif

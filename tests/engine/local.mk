@@ -1,0 +1,22 @@
+# tests/engine: the control protocol codec (unit) and the resident engine
+# through real NBD clients (integration; see engine-functions.sh).
+check_PROGRAMS += tests/engine/test_ctl_proto
+TESTS += tests/engine/test_ctl_proto
+tests_engine_test_ctl_proto_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JSONC_CFLAGS)
+tests_engine_test_ctl_proto_LDADD = libclraid.la $(CMOCKA_LIBS) $(JSONC_LIBS)
+
+# Integration tests through real NBD clients (qemu-io, nbdcopy, nbdinfo).
+ENGINE_TESTS = \
+	tests/engine/rw-levels.sh \
+	tests/engine/refusals.sh \
+	tests/engine/crash-resync.sh \
+	tests/engine/crash-resync-parity.sh \
+	tests/engine/fail-under-load.sh \
+	tests/engine/readd-bitmap.sh \
+	tests/engine/spare-rebuild.sh \
+	tests/engine/freeze-thaw.sh
+TESTS += $(ENGINE_TESTS)
+dist_check_SCRIPTS += $(ENGINE_TESTS)
+EXTRA_DIST += tests/engine/engine-functions.sh
+# The shell tests need the plugin built before they run.
+check_DATA += nbdkit-clraid-plugin.la
