@@ -1,0 +1,30 @@
+# Pacemaker integration: the OCF resource agent ocf:clraid:clraid, the
+# crm templates, and their tests (offline pcs/crm_simulate/crm_verify, the
+# agent against a fake and the real engine, a live single-node Pacemaker).
+
+# Pacemaker looks for agents under /usr/lib/ocf whatever the prefix.
+ocfdir = $(prefix)/lib/ocf/resource.d/clraid
+dist_ocf_SCRIPTS = ocf/clraid
+
+crmtemplatesdir = $(datadir)/clraid/crm-templates
+dist_crmtemplates_DATA = \
+	crm-templates/pcs-clraid-cpg.sh \
+	crm-templates/pcs-clraid-dlm.sh \
+	crm-templates/crmsh/clraid-cpg \
+	crm-templates/crmsh/clraid-dlm
+
+EXTRA_DIST += doc/pacemaker.md \
+	tests/pacemaker/pcmk-functions.sh \
+	tests/pacemaker/fake-clraid \
+	tests/pacemaker/ra-api-1.1.rng
+
+PACEMAKER_TESTS = \
+	tests/pacemaker/agent-lint.sh \
+	tests/pacemaker/agent-metadata.sh \
+	tests/pacemaker/agent-actions.sh \
+	tests/pacemaker/agent-ocf-tester.sh \
+	tests/pacemaker/pcs-offline.sh \
+	tests/pacemaker/crmsh-template.sh \
+	tests/pacemaker/live-pacemaker.sh
+TESTS += $(PACEMAKER_TESTS)
+dist_check_SCRIPTS += $(PACEMAKER_TESTS)
