@@ -33,6 +33,11 @@ typedef void (*clr_array_log_fn)(void *opaque, int prio, const char *msg);
 /** Flags for struct clr_array_config. */
 enum {
     CLR_ARRAY_BUFFERED = 1u << 0,   /**< never try O_DIRECT on members */
+    /** Leave stale and faulty members out (logged, never written) and
+     *  start degraded if enough remain, instead of refusing; they come
+     *  back with clr_array_readd_device(). For cluster managers that must
+     *  restart a node's engine while the array is degraded. */
+    CLR_ARRAY_SKIP_STALE = 1u << 1,
 };
 
 struct clr_array_config {

@@ -22,6 +22,7 @@ struct probe {
     struct clr_bitmap_sb bsb;
     uint8_t *region;                /* this slot's bitmap region */
     int role;
+    bool excluded;                  /* stale or faulty, left out (SKIP_STALE) */
 };
 
 static int read_full(int fd, void *buf, size_t len, uint64_t off)
@@ -156,9 +157,33 @@ static unsigned majority(const struct probe *p, unsigned n)
     return best;
 }
 
-static int judge(struct probe *p, unsigned n, const char *name, unsigned *freshest,
-                 struct clr_err *e)
+/* A stale or faulty member: refused, or with CLR_ARRAY_SKIP_STALE left out
+ * (never opened for writing) so the array can start degraded, as mdadm
+ * --assemble --run does. Returns 0 when the member was left out. */
+static int leave_out(struct probe *m, const struct clr_array_config *cfg, const char *why,
+                     uint64_t events, uint64_t maxev, struct clr_err *e)
 {
+    char line[sizeof e->msg];
+
+    snprintf(line, sizeof line, "%s: %s (events %" PRIu64 ", array at %" PRIu64 "): start without it (or with --skip-stale), then re-add it with 'clraid re-add %s %s'",
+             m->path, why, events, maxev, cfg->name ? cfg->name : "NAME", m->path);
+    if (!(cfg->flags & CLR_ARRAY_SKIP_STALE))
+        return clr_err_set(e, -ESTALE, "%s", line);
+    m->excluded = true;
+    m->role = -1;
+    if (cfg->log) {
+        char msg[sizeof e->msg + 32];
+
+        snprintf(msg, sizeof msg, "left out %s", line);
+        cfg->log(cfg->log_opaque, 4, msg);
+    }
+    return 0;
+}
+
+static int judge(struct probe *p, unsigned n, const struct clr_array_config *cfg,
+                 unsigned *freshest, struct clr_err *e)
+{
+    const char *name = cfg->name ? cfg->name : "clraid";
     const struct probe *ref = &p[majority(p, n)];
     char u1[36], u2[36];
     uint64_t maxev = 0;
@@ -192,22 +217,30 @@ static int judge(struct probe *p, unsigned n, const char *name, unsigned *freshe
         const struct clr_md_sb *fs = &p[f].sb;
         uint16_t r;
 
-        if (p[i].sb.events + 1 < maxev)
-            return clr_err_set(e, -ESTALE, "%s: stale member (events %" PRIu64 ", array at %" PRIu64 "): start without it, then re-add it with 'clraid re-add %s %s'",
-                               p[i].path, p[i].sb.events, maxev, name, p[i].path);
+        if (p[i].sb.events + 1 < maxev) {
+            int rc = leave_out(&p[i], cfg, "stale member", p[i].sb.events, maxev, e);
+
+            if (rc)
+                return rc;
+            continue;
+        }
         if (p[i].sb.dev_number >= fs->max_dev)
             return clr_err_set(e, -EINVAL, "%s: device number %u is unknown to the array: leave it out and add it as a new device",
                                p[i].path, p[i].sb.dev_number);
         r = fs->dev_roles[p[i].sb.dev_number];
-        if (r == CLR_MD_ROLE_FAULTY)
-            return clr_err_set(e, -ESTALE, "%s: marked faulty in the array (events %" PRIu64 "): start without it, then re-add it with 'clraid re-add %s %s'",
-                               p[i].path, maxev, name, p[i].path);
+        if (r == CLR_MD_ROLE_FAULTY) {
+            int rc = leave_out(&p[i], cfg, "marked faulty in the array", p[i].sb.events, maxev, e);
+
+            if (rc)
+                return rc;
+            continue;
+        }
         if (r < CLR_MD_ROLE_MAX && r >= fs->raid_disks)
             return clr_err_set(e, -EINVAL, "%s: role %u beyond the array's %u devices: the member is corrupt",
                                p[i].path, r, fs->raid_disks);
         p[i].role = r < CLR_MD_ROLE_MAX ? r : -1;
         for (unsigned j = 0; j < i; j++)
-            if (p[i].role >= 0 && p[i].role == p[j].role)
+            if (p[i].role >= 0 && !p[j].excluded && p[i].role == p[j].role)
                 return clr_err_set(e, -EINVAL, "%s and %s both claim role %d: leave the wrong one out",
                                    p[j].path, p[i].path, p[i].role);
     }
@@ -248,7 +281,11 @@ static int build(struct clr_array *a, struct probe *p, unsigned n, unsigned f, s
     for (uint32_t r = 0; r < a->g.raid_disks; r++)
         failed[r] = true;
     for (unsigned i = 0; i < n; i++) {
-        struct arr_member *m = calloc(1, sizeof *m);
+        struct arr_member *m;
+
+        if (p[i].excluded)
+            continue;
+        m = calloc(1, sizeof *m);
 
         if (!m || !(m->path = strdup(p[i].path))) {
             free(m);
@@ -315,7 +352,7 @@ int clr_array_assemble(const struct clr_array_config *cfg, struct clr_array **ou
         if (rc)
             goto fail;
     }
-    rc = judge(p, cfg->ndevices, a->name, &f, e);
+    rc = judge(p, cfg->ndevices, cfg, &f, e);
     if (rc)
         goto fail;
     a->log = cfg->log;

@@ -27,9 +27,11 @@
 
 static void start_usage(FILE *f)
 {
-    fprintf(f, "usage: clraid start NAME DEV... [--run-dir DIR] [--lock local] [--buffered]\n"
+    fprintf(f, "usage: clraid start NAME DEV... [--run-dir DIR] [--lock local] [--buffered] [--skip-stale]\n"
                "  Assembles array NAME from its members and serves it over NBD at\n"
                "  RUN_DIR/NAME.sock (default run dir " CLR_RUN_DIR_DEFAULT ").\n"
+               "  --skip-stale leaves stale or faulty members out (warning) and starts\n"
+               "  degraded if enough remain; re-add them with 'clraid re-add'.\n"
                "  CLRAID_NBDKIT_PLUGIN overrides the plugin path (" CLR_NBDKIT_PLUGIN_PATH ").\n");
 }
 
@@ -110,14 +112,23 @@ static long long now_ms(void)
 
 /* Assembles and frees at once: the same checks the plugin makes, but with
  * the refusal printed here, before anything runs. */
-static int precheck(const char *name, char **devs, unsigned n, const char *lock, bool buffered)
+static void precheck_log(void *opaque, int prio, const char *msg)
+{
+    (void)opaque;
+    if (prio <= 4)
+        fprintf(stderr, "clraid start: warning: %s\n", msg);
+}
+
+static int precheck(const char *name, char **devs, unsigned n, const char *lock, bool buffered,
+                    bool skip_stale)
 {
     struct clr_array_config cfg = {
         .name = name,
         .devices = (const char *const *)devs,
         .ndevices = n,
         .lock = lock,
-        .flags = buffered ? CLR_ARRAY_BUFFERED : 0,
+        .flags = (buffered ? CLR_ARRAY_BUFFERED : 0) | (skip_stale ? CLR_ARRAY_SKIP_STALE : 0),
+        .log = precheck_log,
     };
     struct clr_array *a = NULL;
     struct clr_err e = { "" };
@@ -182,13 +193,14 @@ int clr_cmd_start(int argc, char **argv)
         { "run-dir", required_argument, NULL, 'r' },
         { "lock", required_argument, NULL, 'l' },
         { "buffered", no_argument, NULL, 'b' },
+        { "skip-stale", no_argument, NULL, 's' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     const char *dir = CLR_RUN_DIR_DEFAULT, *lock = "local", *name, *plugin, *nbdkit;
     char sock[PATH_MAX], ctl[PATH_MAX], pidf[PATH_MAX], log[PATH_MAX], msg[1024];
     char **devs = NULL, **args = NULL, *dirabs = NULL;
-    bool buffered = false;
+    bool buffered = false, skip_stale = false;
     unsigned n, k = 0, kdev = 0;
     int c, ret = 1;
     pid_t pid;
@@ -198,6 +210,7 @@ int clr_cmd_start(int argc, char **argv)
         case 'r': dir = optarg; break;
         case 'l': lock = optarg; break;
         case 'b': buffered = true; break;
+        case 's': skip_stale = true; break;
         case 'h': start_usage(stdout); return 0;
         default:
             clr_cli_error("start", "bad option (run 'clraid start --help')");
@@ -250,7 +263,7 @@ int clr_cmd_start(int argc, char **argv)
     unlink(ctl);
     unlink(pidf);
 
-    if (precheck(name, devs, n, lock, buffered) != 0)
+    if (precheck(name, devs, n, lock, buffered, skip_stale) != 0)
         goto out;
 
     plugin = getenv("CLRAID_NBDKIT_PLUGIN");
@@ -286,6 +299,7 @@ int clr_cmd_start(int argc, char **argv)
     args[k++] = dirarg;
     args[k++] = lockarg;
     args[k++] = (char *)(buffered ? "buffered=true" : "buffered=false");
+    args[k++] = (char *)(skip_stale ? "skip_stale=true" : "skip_stale=false");
     kdev = k;
     for (unsigned i = 0; i < n; i++) {
         args[k] = malloc(strlen(devs[i]) + 8);

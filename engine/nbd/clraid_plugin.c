@@ -32,6 +32,7 @@ static const char *run_dir = "/run/clraid";
 static char *run_dir_owned;
 static const char *lock = "local";
 static bool buffered;
+static bool skip_stale;
 
 static struct clr_array *array;
 static bool running;
@@ -96,6 +97,12 @@ static int clraid_config(const char *key, const char *value)
         if (r < 0)
             return -1;
         buffered = r;
+    } else if (strcmp(key, "skip_stale") == 0) {
+        int r = nbdkit_parse_bool(value);
+
+        if (r < 0)
+            return -1;
+        skip_stale = r;
     } else {
         nbdkit_error("unknown parameter '%s' (see nbdkit-clraid-plugin --help)", key);
         return -1;
@@ -126,7 +133,8 @@ static int clraid_config_complete(void)
     "devices=\"A B ...\"    members as one list\n" \
     "run_dir=DIR          where NAME.ctl is created (default /run/clraid)\n" \
     "lock=local           lock backend (only local for now)\n" \
-    "buffered=false       true: never use O_DIRECT on members"
+    "buffered=false       true: never use O_DIRECT on members\n" \
+    "skip_stale=false     true: leave stale/faulty members out, start degraded"
 
 static void clraid_dump_plugin(void)
 {
@@ -149,7 +157,7 @@ static int clraid_get_ready(void)
         .devices = (const char *const *)devices,
         .ndevices = ndevices,
         .lock = lock,
-        .flags = buffered ? CLR_ARRAY_BUFFERED : 0,
+        .flags = (buffered ? CLR_ARRAY_BUFFERED : 0) | (skip_stale ? CLR_ARRAY_SKIP_STALE : 0),
         .log = clraid_log,
     };
     struct clr_err e = { "" };

@@ -14,7 +14,8 @@ ENGINE_TESTS = \
 	tests/engine/fail-under-load.sh \
 	tests/engine/readd-bitmap.sh \
 	tests/engine/spare-rebuild.sh \
-	tests/engine/freeze-thaw.sh
+	tests/engine/freeze-thaw.sh \
+	tests/engine/skip-stale.sh
 TESTS += $(ENGINE_TESTS)
 dist_check_SCRIPTS += $(ENGINE_TESTS)
 EXTRA_DIST += tests/engine/engine-functions.sh
