@@ -1,0 +1,579 @@
+#!/bin/bash
+# Engine benchmark: clraid RAID1/5/6 served by nbdkit, side by side with
+# the raw member file, nbdkit's memory and file plugins (the NBD transport
+# ceiling) and qemu-storage-daemon's quorum mirror, all driven by fio's nbd
+# engine in one run.  Prints tables of IOPS/bandwidth, ratios against
+# nbdkit-memory, server CPU seconds per GB moved, and PASS/FAIL per target.
+# Not part of `make check`; see tests/bench/README.md.
+#
+#   tests/bench/engine.sh [--quick] [--rows REGEX] [--out DIR]
+#
+# Run as root from the top of a built tree.  Environment overrides:
+#   BENCH_DIRS      member directories          (default "/dev/shm /var/tmp")
+#   BENCH_SIZE      working set per target, MiB (default 1024; 256 quick)
+#   BENCH_RUNTIME   measured seconds per job    (default 8 after a 1 s ramp;
+#                   1.5 after 0.5 s with --quick)
+#   BENCH_NOBITMAP_CREATE_ARGS / BENCH_NOBITMAP_START_ARGS
+#                   extra `clraid create` / `clraid start` arguments that
+#                   give an array without a write-intent bitmap
+set -u
+
+usage() {
+    echo "usage: tests/bench/engine.sh [--quick] [--rows REGEX] [--out DIR]" >&2
+    exit 2
+}
+
+quick=0
+rows_re=.
+out=
+while [ $# -gt 0 ]; do
+    case $1 in
+    --quick) quick=1 ;;
+    --rows) [ $# -ge 2 ] || usage; rows_re=$2; shift ;;
+    --out) [ $# -ge 2 ] || usage; out=$2; shift ;;
+    -h|--help) usage ;;
+    *) usage ;;
+    esac
+    shift
+done
+
+# Each job: a short unmeasured ramp (connection set-up, thread wake-up),
+# then RT measured seconds.
+if [ "$quick" = 1 ]; then
+    : "${BENCH_SIZE:=256}" "${BENCH_RUNTIME:=1.5}"
+    RAMP=500ms RAMP_S=0.5
+else
+    : "${BENCH_SIZE:=1024}" "${BENCH_RUNTIME:=8}"
+    RAMP=1s RAMP_S=1
+fi
+: "${BENCH_DIRS:=/dev/shm /var/tmp}"
+: "${BENCH_NOBITMAP_CREATE_ARGS:=}" "${BENCH_NOBITMAP_START_ARGS:=}"
+WS=$((BENCH_SIZE * 1024 * 1024))            # bytes every target exposes to fio
+RT=$BENCH_RUNTIME
+RT_MS=$(echo "$RT * 1000 / 1" | bc)
+: "${CLRAID:=$(pwd)/clraid}"
+# `clraid start` looks for the installed plugin; prefer the one just built.
+if [ -z "${CLRAID_NBDKIT_PLUGIN:-}" ] && [ -f .libs/nbdkit-clraid-plugin.so ]; then
+    CLRAID_NBDKIT_PLUGIN=$(pwd)/.libs/nbdkit-clraid-plugin.so
+    export CLRAID_NBDKIT_PLUGIN
+fi
+HZ=$(getconf CLK_TCK)
+
+die() { echo "engine.sh: $*" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || die "run as root"
+for t in fio jq nbdkit bc; do
+    command -v "$t" >/dev/null || die "$t is not installed"
+done
+fio --enghelp 2>/dev/null | grep -qw nbd ||
+    die "this fio has no nbd ioengine (fio --enghelp); build fio with libnbd"
+[ -x "$CLRAID" ] || die "no ./clraid here: run from the top of a built tree"
+
+stamp=$(date +%Y%m%d-%H%M%S)
+[ -n "$out" ] || out=$(dirname "$0")/results/$stamp
+mkdir -p "$out" || die "cannot create $out"
+out=$(cd "$out" && pwd)
+TSV=$out/results.tsv
+TABLE=$out/table.txt
+LOG=$out/log.txt
+: >"$LOG"
+
+# ---------------------------------------------------------------- cleanup
+WORK=$(mktemp -d /tmp/clraid-bench.XXXXXX)   # sockets, pidfiles, fio output
+memdirs=()                                  # per-dir member folders we made
+servers=()                                  # "pidfile|stop command" entries
+
+# alive PID: the process exists and is not a zombie awaiting its reaper.
+alive() {
+    local s
+    s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    s=${s##*) }
+    [ "${s%% *}" != Z ]
+}
+
+# Kills PID, TERM then KILL, and waits for it.
+kill_pid() {
+    local pid=$1 i
+    [ -n "$pid" ] && alive "$pid" || return 0
+    kill -TERM "$pid" 2>/dev/null
+    for i in $(seq 100); do
+        alive "$pid" || return 0
+        sleep 0.1
+    done
+    echo "engine.sh: pid $pid ignored SIGTERM; killing" >&2
+    kill -KILL "$pid" 2>/dev/null
+    sleep 0.2
+}
+
+stop_servers() {
+    local e pid cmd
+    for e in "${servers[@]}"; do
+        # Read the pid first: a clean stop may remove its pidfile.
+        pid=$(cat "${e%%|*}" 2>/dev/null); cmd=${e#*|}
+        [ -n "$cmd" ] && timeout 30 $cmd >>"$LOG" 2>&1
+        kill_pid "$pid"
+    done
+    servers=()
+}
+
+fio_pid=
+cleanup() {
+    trap '' INT TERM
+    [ -n "$fio_pid" ] && kill "$fio_pid" 2>/dev/null && wait "$fio_pid"
+    stop_servers
+    local d
+    for d in "${memdirs[@]}"; do rm -rf "$d"; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'echo "engine.sh: interrupted" >&2; exit 130' INT TERM
+
+# ---------------------------------------------------------------- jobs
+JOBS=(rw4k_q1 rw4k_q32 rr4k_q1 rr4k_q32 sw1M sr1M)
+declare -A JOB_ARGS=(
+    [rw4k_q1]="--rw=randwrite --bs=4k --iodepth=1"
+    [rw4k_q32]="--rw=randwrite --bs=4k --iodepth=32"
+    [rr4k_q1]="--rw=randread --bs=4k --iodepth=1"
+    [rr4k_q32]="--rw=randread --bs=4k --iodepth=32"
+    [sw1M]="--rw=write --bs=1M --iodepth=8"
+    [sr1M]="--rw=read --bs=1M --iodepth=8"
+)
+declare -A JOB_HEAD=(
+    [rw4k_q1]="4k rw q1" [rw4k_q32]="4k rw q32" [rr4k_q1]="4k rr q1"
+    [rr4k_q32]="4k rr q32" [sw1M]="1M sw MB/s" [sr1M]="1M sr MB/s"
+)
+
+declare -A R_IOPS R_BW R_CPU R_GB R_OTHER   # keyed "row|job"
+declare -A ROW_NOTE                   # row -> why it was not measured
+declare -A nmem                       # runs averaged into nbdkit-memory
+ROWS=()                               # in display order
+
+printf 'row\tdir\tjob\tiops\tbw_bytes\tio_bytes\tserver_cpu_s\tcpu_s_per_gb\tratio_vs_mem\tother_cpu_pct\tstatus\n' >"$TSV"
+
+# CPU seconds (utime+stime, all threads) of PID so far.
+cpu_of() {
+    local s
+    s=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
+    s=${s##*) }                       # drop "pid (comm) "; fields shift by 2
+    set -- $s
+    echo "scale=4; (${12} + ${13}) / $HZ" | bc
+}
+
+# CPU seconds the whole machine has been busy (not idle or iowait).
+NCPU=$(nproc)
+busy_s() {
+    awk -v hz="$HZ" '/^cpu / { printf "%.2f\n", ($2 + $3 + $4 + $7 + $8 + $9) / hz }' /proc/stat
+}
+
+# fio_json FILE JQ: one value from fio's JSON output (notes before "{" skipped).
+fio_json() { sed -n '/^{/,$p' "$1" | jq -r "$2" 2>/dev/null; }
+
+# run_fio ROW TARGETARGS... -- runs every job against one target.
+#   TARGETARGS are fio options naming the target (engine, uri or filename).
+#   Uses $cur_pid (server process, or empty) for the CPU figures.
+run_jobs() {
+    local row=$1; shift
+    local job o c0 c1 iops bw bytes cpu
+    # Fill the working set once, so reads hit written data, not holes.
+    if ! fio --name=fill "$@" --size=$WS --rw=write --bs=1M --iodepth=8 \
+            --output-format=json --output="$WORK/fill.json" >>"$LOG" 2>&1; then
+        ROW_NOTE[$row]="fill failed (see $LOG)"
+        return 1
+    fi
+    for job in "${JOBS[@]}"; do
+        o=$WORK/$row.$job.json
+        # fio counts no I/O during the ramp, so the CPU window starts after
+        # it too: sample once the ramp is over, and again when fio exits.
+        # shellcheck disable=SC2086
+        fio --name="$job" "$@" --size=$WS ${JOB_ARGS[$job]} \
+            --time_based --ramp_time="$RAMP" --runtime="$RT_MS"ms \
+            --norandommap --randrepeat=0 \
+            --output-format=json --output="$o" >>"$LOG" 2>&1 &
+        fio_pid=$!
+        sleep "$RAMP_S"
+        c0=0; [ -n "$cur_pid" ] && c0=$(cpu_of "$cur_pid")
+        b0=$(busy_s); t0=$(date +%s.%N)
+        wait "$fio_pid"
+        fio_pid=
+        c1=0; [ -n "$cur_pid" ] && c1=$(cpu_of "$cur_pid")
+        b1=$(busy_s); t1=$(date +%s.%N)
+        iops=$(fio_json "$o" '.jobs[0] | (.read.iops + .write.iops)')
+        bw=$(fio_json "$o" '.jobs[0] | (.read.bw_bytes + .write.bw_bytes)')
+        bytes=$(fio_json "$o" '.jobs[0] | (.read.io_bytes + .write.io_bytes)')
+        if [ -z "$iops" ] || [ "$(fio_json "$o" '.jobs[0].error')" != 0 ]; then
+            echo "  $row $job: fio failed (see $LOG)"
+            R_IOPS[$row|$job]=ERR
+            continue
+        fi
+        R_IOPS[$row|$job]=$iops
+        R_BW[$row|$job]=$bw
+        R_GB[$row|$job]=$(echo "scale=6; $bytes / 1000000000" | bc)
+        if [ -n "$cur_pid" ]; then
+            cpu=$(echo "scale=4; $c1 - $c0" | bc)
+            R_CPU[$row|$job]=$cpu
+        fi
+        # Whatever the machine spent beyond fio and the server: other
+        # people's work, stealing from the row being measured.
+        # (Not for raw-file: fio's rusage misses its io_uring kernel workers.)
+        if [ -n "$cur_pid" ]; then
+            fcpu=$(fio_json "$o" "(.jobs[0].usr_cpu + .jobs[0].sys_cpu) / 100 * $RT")
+            R_OTHER[$row|$job]=$(echo "o = ($b1 - $b0) - ($c1 - $c0) - $fcpu; if (o < 0) o = 0;
+                o * 100 / ($NCPU * ($t1 - $t0))" | bc -l)
+        fi
+        printf '  %-22s %-9s %10.0f IOPS %9.1f MB/s\n' "$row" "$job" "$iops" \
+            "$(echo "$bw / 1000000" | bc -l)"
+    done
+}
+
+# wait_for FILE...: up to 20 s for every FILE to exist.
+wait_for() {
+    local i f ok
+    for i in $(seq 200); do
+        ok=1
+        for f in "$@"; do [ -e "$f" ] || ok=0; done
+        [ "$ok" = 1 ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+dirtag() { local t=${1#/}; echo "${t//\//-}"; }    # /var/tmp -> var-tmp
+
+want() { [[ $1 =~ $rows_re ]]; }
+
+add_row() { ROWS+=("$1"); }
+
+# ---------------------------------------------------------------- targets
+bench_raw() {   # row dir
+    local row=$1 d=$2
+    add_row "$row"; want "$row" || { ROW_NOTE[$row]="skipped (--rows)"; return; }
+    echo "== $row"
+    truncate -s $WS "$d/raw"
+    cur_pid=
+    run_jobs "$row" --ioengine=io_uring --direct=1 --filename="$d/raw"
+    rm -f "$d/raw"
+}
+
+bench_nbdkit() {   # row plugin-args...
+    local row=$1; shift
+    add_row "$row"; want "$row" || { ROW_NOTE[$row]="skipped (--rows)"; return; }
+    echo "== $row"
+    local sock=$WORK/$row.sock pidf=$WORK/$row.pid
+    servers+=("$pidf|")
+    if ! nbdkit --unix "$sock" --pidfile "$pidf" "$@" >>"$LOG" 2>&1 ||
+            ! wait_for "$sock" "$pidf"; then
+        ROW_NOTE[$row]="nbdkit did not start (see $LOG)"; stop_servers; return
+    fi
+    cur_pid=$(cat "$pidf")
+    run_jobs "$row" --ioengine=nbd --uri="nbd+unix:///?socket=$sock"
+    stop_servers
+}
+
+bench_quorum() {   # row dir
+    local row=$1 d=$2
+    add_row "$row"; want "$row" || { ROW_NOTE[$row]="skipped (--rows)"; return; }
+    echo "== $row"
+    if ! command -v qemu-storage-daemon >/dev/null; then
+        ROW_NOTE[$row]="qemu-storage-daemon not installed"; return
+    fi
+    local sock=$WORK/$row.sock pidf=$WORK/$row.pid
+    truncate -s $WS "$d/q0" "$d/q1"
+    servers+=("$pidf|")
+    # Two raw files, a quorum node needing both votes (a 2-way mirror that
+    # compares reads), exported over NBD on a unix socket.
+    if ! qemu-storage-daemon \
+            --blockdev "driver=file,node-name=f0,filename=$d/q0,cache.direct=on,aio=io_uring" \
+            --blockdev driver=raw,node-name=r0,file=f0 \
+            --blockdev "driver=file,node-name=f1,filename=$d/q1,cache.direct=on,aio=io_uring" \
+            --blockdev driver=raw,node-name=r1,file=f1 \
+            --blockdev driver=quorum,node-name=q,vote-threshold=2,children.0=r0,children.1=r1 \
+            --nbd-server "addr.type=unix,addr.path=$sock" \
+            --export type=nbd,id=e0,node-name=q,writable=on,name= \
+            --pidfile "$pidf" --daemonize >>"$LOG" 2>&1 ||
+            ! wait_for "$sock" "$pidf"; then
+        ROW_NOTE[$row]="qemu-storage-daemon did not start (see $LOG)"
+        stop_servers; rm -f "$d/q0" "$d/q1"; return
+    fi
+    cur_pid=$(cat "$pidf")
+    run_jobs "$row" --ioengine=nbd --uri="nbd+unix:///?socket=$sock"
+    stop_servers
+    rm -f "$d/q0" "$d/q1"
+}
+
+# Extra arguments for an array without a write-intent bitmap, from the
+# environment or from what `clraid create/start --help` offers.
+nobitmap_create=$BENCH_NOBITMAP_CREATE_ARGS
+nobitmap_start=$BENCH_NOBITMAP_START_ARGS
+if [ -z "$nobitmap_create$nobitmap_start" ]; then
+    h=$("$CLRAID" start --help 2>&1)
+    case $h in
+    *--no-bitmap*) nobitmap_start=--no-bitmap ;;
+    *--bitmap=off*) nobitmap_start=--bitmap=off ;;
+    *--bitmap=none*) nobitmap_start=--bitmap=none ;;
+    esac
+    if [ -z "$nobitmap_start" ]; then
+        h=$("$CLRAID" create --help 2>&1)
+        case $h in
+        *--bitmap=none*) nobitmap_create=--bitmap=none ;;
+        *--no-bitmap*) nobitmap_create=--no-bitmap ;;
+        esac
+    fi
+fi
+
+clraid_broken=          # set to the reason once `clraid start` has failed
+
+bench_clraid() {   # row dir level ndev create-extra start-extra
+    local row=$1 d=$2 level=$3 n=$4 cx=$5 sx=$6
+    add_row "$row"; want "$row" || { ROW_NOTE[$row]="skipped (--rows)"; return; }
+    echo "== $row"
+    if [ -n "$clraid_broken" ]; then ROW_NOTE[$row]=$clraid_broken; return; fi
+    local data=$n name=b$level-$$ rundir=$WORK/run-$row msize i devs=()
+    case $level in 1) data=1 ;; 5) data=$((n - 1)) ;; 6) data=$((n - 2)) ;; esac
+    # Member size: the working set spread over the data members, plus room
+    # for the superblock, bitmap and data offset.
+    msize=$(( (WS / data) + 64 * 1024 * 1024 ))
+    for i in $(seq 0 $((n - 1))); do
+        truncate -s "$msize" "$d/m$i"
+        devs+=("$d/m$i")
+    done
+    mkdir -p "$rundir"
+    # 256 KiB chunks on 4 data members: one 1M write is one full stripe.
+    local chunk=
+    [ "$level" != 1 ] && chunk=--chunk=256
+    # shellcheck disable=SC2086
+    if ! "$CLRAID" create --level="$level" --raid-devices="$n" --nodes=4 \
+            --home-cluster=b --assume-clean --name="$name" $chunk $cx \
+            "${devs[@]}" >>"$LOG" 2>"$WORK/err"; then
+        ROW_NOTE[$row]="clraid create failed: $(head -n 1 "$WORK/err")"
+        cat "$WORK/err" >>"$LOG"; rm -f "${devs[@]}"; return
+    fi
+    local sock=$rundir/$name.sock pidf=$rundir/$name.pid
+    servers+=("$pidf|$CLRAID stop $name --run-dir $rundir")
+    # shellcheck disable=SC2086
+    # The engine inherits stderr: its messages land in $elog too.
+    local elog=$out/$row.engine.log
+    if ! timeout 60 "$CLRAID" start "$name" "${devs[@]}" --run-dir "$rundir" $sx \
+            >>"$LOG" 2>"$elog" || ! wait_for "$sock" "$pidf"; then
+        local why
+        why=$(grep -m1 . "$elog")
+        [ -n "$why" ] || why="no $sock or $pidf appeared"
+        # An engine that cannot start one array will not start the others.
+        [ -z "$sx$cx" ] && clraid_broken="not runnable: clraid start failed: $why"
+        ROW_NOTE[$row]="not runnable: clraid start failed: $why"
+        stop_servers; rm -f "${devs[@]}"; return
+    fi
+    cur_pid=$(cat "$pidf")
+    run_jobs "$row" --ioengine=nbd --uri="nbd+unix:///?socket=$sock"
+    stop_servers
+    [ -s "$rundir/$name.log" ] && cat "$rundir/$name.log" >>"$elog"
+    rm -f "${devs[@]}"
+}
+
+# ---------------------------------------------------------------- run
+t_start=$(date +%s)
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "clraid engine benchmark: working set $BENCH_SIZE MiB, $RT s per job, dirs: $BENCH_DIRS"
+echo "results in $out"
+echo "$load_start" | awk '$1 > 1.0 { print "note: load average " $1 " at start: other work shares the 2 cores" }'
+
+# The reference is measured first and last; ratios use the mean of the
+# two, and the two rows show how much the machine drifted meanwhile.
+bench_nbdkit nbdkit-memory-first memory "$WS"
+
+for dir in $BENCH_DIRS; do
+    tag=$(dirtag "$dir")
+    d=$(mktemp -d "$dir/clraid-bench.XXXXXX") || die "cannot write in $dir"
+    memdirs+=("$d")
+    bench_raw "raw-file@$tag" "$d"
+    truncate -s $WS "$d/plain"
+    bench_nbdkit "nbdkit-file@$tag" file "$d/plain"
+    rm -f "$d/plain"
+    bench_quorum "qsd-quorum@$tag" "$d"
+    bench_clraid "clraid-raid1@$tag" "$d" 1 2 "" ""
+    bench_clraid "clraid-raid5@$tag" "$d" 5 5 "" ""
+    bench_clraid "clraid-raid6@$tag" "$d" 6 6 "" ""
+    if [ -n "$nobitmap_create$nobitmap_start" ]; then
+        saved=("${JOBS[@]}"); JOBS=(rw4k_q1 rw4k_q32)
+        bench_clraid "clraid-raid1-nobitmap@$tag" "$d" 1 2 "$nobitmap_create" "$nobitmap_start"
+        JOBS=("${saved[@]}")
+    fi
+    rm -rf "$d"
+done
+
+bench_nbdkit nbdkit-memory-last memory "$WS"
+a=nbdkit-memory-first b=nbdkit-memory-last
+ROWS=(nbdkit-memory "${ROWS[@]}")
+for job in "${JOBS[@]}"; do
+    for k in "$a|$job" "$b|$job"; do
+        [[ ${R_IOPS[$k]:-} =~ ^[0-9.]+$ ]] || continue
+        R_IOPS[nbdkit-memory|$job]=$(echo "${R_IOPS[nbdkit-memory|$job]:-0} + ${R_IOPS[$k]}" | bc -l)
+        R_BW[nbdkit-memory|$job]=$(echo "${R_BW[nbdkit-memory|$job]:-0} + ${R_BW[$k]}" | bc -l)
+        R_CPU[nbdkit-memory|$job]=$(echo "${R_CPU[nbdkit-memory|$job]:-0} + ${R_CPU[$k]}" | bc -l)
+        R_GB[nbdkit-memory|$job]=$(echo "${R_GB[nbdkit-memory|$job]:-0} + ${R_GB[$k]}" | bc -l)
+        nmem[$job]=$(( ${nmem[$job]:-0} + 1 ))
+    done
+    [ "${nmem[$job]:-0}" -gt 1 ] || continue
+    R_IOPS[nbdkit-memory|$job]=$(echo "${R_IOPS[nbdkit-memory|$job]} / 2" | bc -l)
+    R_BW[nbdkit-memory|$job]=$(echo "${R_BW[nbdkit-memory|$job]} / 2" | bc -l)
+done
+
+# ---------------------------------------------------------------- report
+# val ROW JOB: IOPS for 4k jobs, MB/s for 1M jobs; empty if not measured.
+val() {
+    local v=${R_IOPS[$1|$2]:-}
+    [ -z "$v" ] || [ "$v" = ERR ] && { echo "$v"; return; }
+    case $2 in
+    *1M) echo "${R_BW[$1|$2]} / 1000000" | bc -l ;;
+    *) echo "$v" ;;
+    esac
+}
+ratio() {   # a b -> a/b, empty if either is missing
+    [[ $1 =~ ^[0-9.]+$ && $2 =~ ^[0-9.]+$ ]] || return 0
+    [ "$(echo "$2 > 0" | bc)" = 1 ] || return 0
+    echo "scale=3; $1 / $2" | bc
+}
+
+{
+    # --- TSV (one line per row and job)
+    for row in "${ROWS[@]}"; do
+        for job in "${JOBS[@]}"; do
+            v=${R_IOPS[$row|$job]:-}
+            dir=${row#*@}; [ "$dir" = "$row" ] && dir=-
+            if [ -z "$v" ] || [ "$v" = ERR ]; then
+                st=${ROW_NOTE[$row]:-${v:+fio error}}
+                [ -n "$st" ] || continue
+                printf '%s\t%s\t%s\t\t\t\t\t\t\t\t%s\n' "$row" "$dir" "$job" "$st" >>"$TSV"
+                continue
+            fi
+            cpu=${R_CPU[$row|$job]:-}
+            cpg=
+            [ -n "$cpu" ] && cpg=$(printf '%.3f' "$(ratio "$cpu" "${R_GB[$row|$job]}")")
+            r=$(ratio "$v" "${R_IOPS[nbdkit-memory|$job]:-}")
+            [ -n "$r" ] && r=$(printf '%.3f' "$r")
+            [ -n "$cpu" ] && cpu=$(printf '%.2f' "$cpu")
+            oth=${R_OTHER[$row|$job]:-}
+            [ -n "$oth" ] && oth=$(printf '%.1f' "$oth")
+            printf '%s\t%s\t%s\t%.0f\t%.0f\t%.0f\t%s\t%s\t%s\t%s\tok\n' "$row" "$dir" "$job" \
+                "$v" "${R_BW[$row|$job]}" "$(echo "${R_GB[$row|$job]} * 1000000000" | bc)" \
+                "$cpu" "$cpg" "$r" "$oth" >>"$TSV"
+        done
+    done
+}
+
+fmt_num() {   # compact IOPS / MB/s
+    [ -n "$1" ] || { printf -- '-'; return; }
+    [ "$1" = ERR ] && { printf 'ERR'; return; }
+    if [ "$(echo "$1 >= 10000" | bc)" = 1 ]; then
+        printf '%.1fk' "$(echo "$1 / 1000" | bc -l)"
+    else
+        printf '%.0f' "$1"
+    fi
+}
+
+table() {   # title kind(abs|ratio|cpu)
+    local row job v m cell
+    printf '\n%s\n' "$1"
+    printf '%-30s' "row"
+    for job in "${JOBS[@]}"; do printf '%11s' "${JOB_HEAD[$job]}"; done
+    printf '\n'
+    for row in "${ROWS[@]}"; do
+        printf '%-30s' "$row"
+        if [ -n "${ROW_NOTE[$row]:-}" ]; then
+            printf '  %s\n' "${ROW_NOTE[$row]}"
+            continue
+        fi
+        for job in "${JOBS[@]}"; do
+            v=$(val "$row" "$job")
+            case $2 in
+            abs) cell=$(fmt_num "$v") ;;
+            ratio)
+                m=$(val nbdkit-memory "$job")
+                cell=$(ratio "$v" "$m"); [ -n "$cell" ] && cell=$(printf '%.2f' "$cell")
+                ;;
+            cpu)
+                cell=
+                [ -n "${R_CPU[$row|$job]:-}" ] && [ "$v" != ERR ] &&
+                    cell=$(ratio "${R_CPU[$row|$job]}" "${R_GB[$row|$job]}")
+                [ -n "$cell" ] && cell=$(printf '%.2f' "$cell")
+                ;;
+            other)
+                cell=${R_OTHER[$row|$job]:-}
+                [ -n "$cell" ] && [ "$v" != ERR ] && cell=$(printf '%.0f%%' "$cell")
+                ;;
+            esac
+            printf '%11s' "${cell:--}"
+        done
+        printf '\n'
+    done
+}
+
+verdicts=()
+# target LABEL VALUE MIN: PASS if VALUE >= MIN.
+target() {
+    local label=$1 v=$2 min=$3 line
+    if [ -z "$v" ]; then
+        line=$(printf '%-62s %s' "$label" "NOT MEASURED")
+    elif [ "$(echo "$v >= $min" | bc)" = 1 ]; then
+        line=$(printf '%-62s %-5s (%.2fx, need >= %s)' "$label" PASS "$v" "$min")
+    else
+        line=$(printf '%-62s %-5s (%.2fx, need >= %s)' "$label" FAIL "$v" "$min")
+    fi
+    verdicts+=("$line")
+}
+
+{
+    echo "clraid engine benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cpus"
+    echo "working set $BENCH_SIZE MiB per target, $RT s per job after a $RAMP ramp (time_based), fio $(fio --version)"
+    echo "fio: nbd ioengine for every NBD row; io_uring + O_DIRECT for raw-file"
+    echo "clraid plugin: ${CLRAID_NBDKIT_PLUGIN:-(clraid start default)}"
+    table "Throughput (4k columns: IOPS; 1M columns: MB/s)" abs
+    table "Ratio vs nbdkit-memory (mean of its first and last run; same job)" ratio
+    table "Server CPU seconds per GB moved (nbdkit / qemu-storage-daemon utime+stime)" cpu
+    table "Noise: CPU used by processes other than fio and the server, % of all cores" other
+
+    for dir in $BENCH_DIRS; do
+        tag=$(dirtag "$dir")
+        r1=clraid-raid1@$tag; r6=clraid-raid6@$tag; q=qsd-quorum@$tag
+        target "RAID1 4k randwrite qd32 vs nbdkit-memory [$tag]" \
+            "$(ratio "$(val "$r1" rw4k_q32)" "$(val nbdkit-memory rw4k_q32)")" 0.7
+        target "RAID1 4k randwrite qd32 vs qsd-quorum [$tag]" \
+            "$(ratio "$(val "$r1" rw4k_q32)" "$(val "$q" rw4k_q32)")" 3
+        target "RAID1 1M seq write vs nbdkit-memory [$tag]" \
+            "$(ratio "$(val "$r1" sw1M)" "$(val nbdkit-memory sw1M)")" 0.7
+        target "RAID6 1M seq write (full stripes) vs nbdkit-memory [$tag]" \
+            "$(ratio "$(val "$r6" sw1M)" "$(val nbdkit-memory sw1M)")" 0.6
+    done
+    printf '\nTargets\n'
+    for l in "${verdicts[@]}"; do echo "$l"; done
+    if [ -z "$nobitmap_create$nobitmap_start" ]; then
+        echo "bitmap on/off: not measured (engine has no bitmap=off option)"
+    else
+        for dir in $BENCH_DIRS; do
+            tag=$(dirtag "$dir")
+            for job in rw4k_q1 rw4k_q32; do
+                on=$(val "clraid-raid1@$tag" $job)
+                off=$(val "clraid-raid1-nobitmap@$tag" $job)
+                label="bitmap on vs off, RAID1 ${JOB_HEAD[$job]} [$tag]"
+                if ! [[ $on =~ ^[0-9.]+$ && $off =~ ^[0-9.]+$ ]]; then
+                    printf '%-62s %s\n' "$label" "NOT MEASURED"
+                    continue
+                fi
+                diff=$(echo "scale=4; d = ($off - $on) / $off * 100; if (d < 0) d = -d; d" | bc)
+                if [ "$(echo "$diff <= 5" | bc)" = 1 ]; then v=PASS; else v=FAIL; fi
+                printf '%-62s %-5s (%.1f%% apart, need <= 5%%)\n' "$label" "$v" "$diff"
+            done
+        done
+    fi
+    [ -n "$clraid_broken" ] &&
+        printf '\nclraid rows %s\nTheir targets are NOT MEASURED; no numbers were invented.\n' "$clraid_broken"
+    printf '\nelapsed %d s; load average at start %s, at end %s\n' \
+        $(( $(date +%s) - t_start )) "$load_start" "$(cut -d' ' -f1-3 /proc/loadavg)"
+    # Client and server already share the 2 cores; anything else running
+    # skews every row, the ratios less than the absolute numbers.
+    echo "$load_start" | awk '$1 > 1.0 { print "WARNING: the machine was busy when the run started (load " $1 "); numbers are noisy" }'
+} | tee "$TABLE"
+
+echo
+echo "table:   $TABLE"
+echo "results: $TSV"
+echo "fio log: $LOG"
+exit 0
