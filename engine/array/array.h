@@ -38,6 +38,12 @@ enum {
      *  back with clr_array_readd_device(). For cluster managers that must
      *  restart a node's engine while the array is degraded. */
     CLR_ARRAY_SKIP_STALE = 1u << 1,
+    /** Hold every bitmap chunk dirty while running: the write path never
+     *  waits for a bitmap flush, and a crash means a full resync, exactly
+     *  like an md array without a bitmap. Re-add still resyncs only the
+     *  chunks written while the member was out. For measuring what the
+     *  bitmap costs (tests/bench), and for arrays that prefer that trade. */
+    CLR_ARRAY_BITMAP_ALL_DIRTY = 1u << 2,
 };
 
 struct clr_array_config {
@@ -109,7 +115,8 @@ int clr_array_pwrite(struct clr_array *a, const void *buf, uint32_t count,
 /** Makes every completed write durable on every member. */
 int clr_array_flush(struct clr_array *a);
 
-/** Discards a range (advisory). */
+/** Discards a range: RAID1/10 deallocate it on every leg (it then reads
+ *  as zeroes, identically on every copy); RAID5/6 treat it as advisory. */
 int clr_array_trim(struct clr_array *a, uint32_t count, uint64_t offset, unsigned flags);
 
 /** Writes zeroes to a range (CLR_ARRAY_MAY_TRIM allows deallocation). */

@@ -1055,9 +1055,30 @@ int clr_array_flush(struct clr_array *a)
 
 int clr_array_trim(struct clr_array *a, uint32_t count, uint64_t offset, unsigned flags)
 {
-    /* Advisory: discarding legs independently would leave copies and
-     * parity disagreeing, so the range keeps its data. */
-    return range_ok(a, count, offset);
+    uint64_t s, e;
+    int rc;
+
+    if ((rc = range_ok(a, count, offset)) != 0 || count == 0)
+        return rc;
+    /* A bare discard on each leg could leave copies reading differently
+     * (and parity wrong), so mirrors pass the aligned middle down as a
+     * deallocating zero on every leg, which keeps the copies identical;
+     * parity levels treat trim as advisory and keep the data. */
+    if (a->g.pers->has_parity)
+        return 0;
+    s = (offset + a->lbs - 1) & ~(uint64_t)(a->lbs - 1);
+    e = (offset + count) & ~(uint64_t)(a->lbs - 1);
+    if (e <= s)
+        return 0;
+    if ((rc = req_enter(a)) != 0)
+        return rc;
+    for (uint64_t p = s; p < e && rc == 0; p += ARR_MAX_REQ)
+        rc = locked_write(a, NULL, e - p < ARR_MAX_REQ ? e - p : ARR_MAX_REQ, p, 0);
+    atomic_fetch_add(&a->n_writes, 1);
+    req_exit(a);
+    if (rc == 0 && (flags & CLR_ARRAY_FUA))
+        rc = clr_array_flush(a);
+    return rc;
 }
 
 /* Writes zeroes from a buffer over [offset, offset+count). */

@@ -431,6 +431,9 @@ static bool bm_sweep_locked(struct clr_array *a)
     bool any = false;
     size_t n;
 
+    /* All-dirty mode keeps its bits until the clean stop. */
+    if ((a->flags & CLR_ARRAY_BITMAP_ALL_DIRTY) && !a->stopping)
+        return false;
     do {
         n = clr_bmc_sweep(&a->bmc, cleared, 256);
         any |= n > 0;
@@ -550,6 +553,16 @@ int clr_array_run(struct clr_array *a, struct clr_err *e)
         goto fail;
     }
     a->bm_thread_on = true;
+    if (a->flags & CLR_ARRAY_BITMAP_ALL_DIRTY) {
+        /* Every chunk dirty on disk before the first write (no resync is
+         * due for them: resync_pending was decided above). */
+        rc = clr_arr_bm_start_write(a, 0, a->sync_sectors);
+        if (rc) {
+            clr_err_set(e, rc, "cannot write the bitmap: %s", strerror(-rc));
+            goto fail;
+        }
+        clr_arr_bm_end_write(a, 0, a->sync_sectors, true);
+    }
     if (pthread_create(&a->sync_thread, NULL, clr_arr_sync_main, a) != 0) {
         rc = clr_err_set(e, -EAGAIN, "cannot start the sync thread");
         goto fail;

@@ -28,10 +28,14 @@
 static void start_usage(FILE *f)
 {
     fprintf(f, "usage: clraid start NAME DEV... [--run-dir DIR] [--lock local] [--buffered] [--skip-stale]\n"
+               "                    [--bitmap=normal|all-dirty]\n"
                "  Assembles array NAME from its members and serves it over NBD at\n"
                "  RUN_DIR/NAME.sock (default run dir " CLR_RUN_DIR_DEFAULT ").\n"
                "  --skip-stale leaves stale or faulty members out (warning) and starts\n"
                "  degraded if enough remain; re-add them with 'clraid re-add'.\n"
+               "  --bitmap=all-dirty holds every bitmap chunk dirty while running: no\n"
+               "  bitmap writes on the write path, a full resync after a crash (md\n"
+               "  without a bitmap); used to measure what the bitmap costs.\n"
                "  CLRAID_NBDKIT_PLUGIN overrides the plugin path (" CLR_NBDKIT_PLUGIN_PATH ").\n");
 }
 
@@ -194,13 +198,14 @@ int clr_cmd_start(int argc, char **argv)
         { "lock", required_argument, NULL, 'l' },
         { "buffered", no_argument, NULL, 'b' },
         { "skip-stale", no_argument, NULL, 's' },
+        { "bitmap", required_argument, NULL, 'B' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     const char *dir = CLR_RUN_DIR_DEFAULT, *lock = "local", *name, *plugin, *nbdkit;
     char sock[PATH_MAX], ctl[PATH_MAX], pidf[PATH_MAX], log[PATH_MAX], msg[1024];
     char **devs = NULL, **args = NULL, *dirabs = NULL;
-    bool buffered = false, skip_stale = false;
+    bool buffered = false, skip_stale = false, all_dirty = false;
     unsigned n, k = 0, kdev = 0;
     int c, ret = 1;
     pid_t pid;
@@ -211,6 +216,14 @@ int clr_cmd_start(int argc, char **argv)
         case 'l': lock = optarg; break;
         case 'b': buffered = true; break;
         case 's': skip_stale = true; break;
+        case 'B':
+            if (strcmp(optarg, "all-dirty") == 0) {
+                all_dirty = true;
+            } else if (strcmp(optarg, "normal") != 0) {
+                clr_cli_error("start", "--bitmap=%s: use normal or all-dirty", optarg);
+                return 1;
+            }
+            break;
         case 'h': start_usage(stdout); return 0;
         default:
             clr_cli_error("start", "bad option (run 'clraid start --help')");
@@ -278,7 +291,7 @@ int clr_cmd_start(int argc, char **argv)
     if (!nbdkit || !*nbdkit)
         nbdkit = "nbdkit";
 
-    args = calloc(16 + n, sizeof *args);
+    args = calloc(24 + n, sizeof *args);
     if (!args)
         goto out;
     char namearg[128], dirarg[PATH_MAX + 16], lockarg[64];
@@ -300,6 +313,7 @@ int clr_cmd_start(int argc, char **argv)
     args[k++] = lockarg;
     args[k++] = (char *)(buffered ? "buffered=true" : "buffered=false");
     args[k++] = (char *)(skip_stale ? "skip_stale=true" : "skip_stale=false");
+    args[k++] = (char *)(all_dirty ? "bitmap=all-dirty" : "bitmap=normal");
     kdev = k;
     for (unsigned i = 0; i < n; i++) {
         args[k] = malloc(strlen(devs[i]) + 8);

@@ -33,6 +33,7 @@ static char *run_dir_owned;
 static const char *lock = "local";
 static bool buffered;
 static bool skip_stale;
+static bool bitmap_all_dirty;
 
 static struct clr_array *array;
 static bool running;
@@ -103,6 +104,12 @@ static int clraid_config(const char *key, const char *value)
         if (r < 0)
             return -1;
         skip_stale = r;
+    } else if (strcmp(key, "bitmap") == 0) {
+        if (strcmp(value, "normal") != 0 && strcmp(value, "all-dirty") != 0) {
+            nbdkit_error("bitmap=%s: use normal or all-dirty", value);
+            return -1;
+        }
+        bitmap_all_dirty = strcmp(value, "all-dirty") == 0;
     } else {
         nbdkit_error("unknown parameter '%s' (see nbdkit-clraid-plugin --help)", key);
         return -1;
@@ -134,7 +141,8 @@ static int clraid_config_complete(void)
     "run_dir=DIR          where NAME.ctl is created (default /run/clraid)\n" \
     "lock=local           lock backend (only local for now)\n" \
     "buffered=false       true: never use O_DIRECT on members\n" \
-    "skip_stale=false     true: leave stale/faulty members out, start degraded"
+    "skip_stale=false     true: leave stale/faulty members out, start degraded\n" \
+    "bitmap=normal        all-dirty: no bitmap flushes, full resync after a crash"
 
 static void clraid_dump_plugin(void)
 {
@@ -157,7 +165,8 @@ static int clraid_get_ready(void)
         .devices = (const char *const *)devices,
         .ndevices = ndevices,
         .lock = lock,
-        .flags = (buffered ? CLR_ARRAY_BUFFERED : 0) | (skip_stale ? CLR_ARRAY_SKIP_STALE : 0),
+        .flags = (buffered ? CLR_ARRAY_BUFFERED : 0) | (skip_stale ? CLR_ARRAY_SKIP_STALE : 0) |
+                 (bitmap_all_dirty ? CLR_ARRAY_BITMAP_ALL_DIRTY : 0),
         .log = clraid_log,
     };
     struct clr_err e = { "" };

@@ -306,6 +306,7 @@ nobitmap_start=$BENCH_NOBITMAP_START_ARGS
 if [ -z "$nobitmap_create$nobitmap_start" ]; then
     h=$("$CLRAID" start --help 2>&1)
     case $h in
+    *--bitmap=normal\|all-dirty*) nobitmap_start=--bitmap=all-dirty ;;
     *--no-bitmap*) nobitmap_start=--no-bitmap ;;
     *--bitmap=off*) nobitmap_start=--bitmap=off ;;
     *--bitmap=none*) nobitmap_start=--bitmap=none ;;

@@ -15,7 +15,9 @@ ENGINE_TESTS = \
 	tests/engine/readd-bitmap.sh \
 	tests/engine/spare-rebuild.sh \
 	tests/engine/freeze-thaw.sh \
-	tests/engine/skip-stale.sh
+	tests/engine/skip-stale.sh \
+	tests/engine/bitmap-all-dirty.sh \
+	tests/engine/trim.sh
 TESTS += $(ENGINE_TESTS)
 dist_check_SCRIPTS += $(ENGINE_TESTS)
 EXTRA_DIST += tests/engine/engine-functions.sh
