@@ -28,7 +28,7 @@ timeout "$T" "$CLRAID" start s1 $files --skip-stale --run-dir "$RUN" >/dev/null 
     { cat "$TESTDIR/err" "$RUN/s1.log" >&2; fail "start --skip-stale"; }
 cleanup_fn "engine_kill s1"
 grep -q "warning: left out $d2" "$TESTDIR/err" || fail "no warning about $d2: $(cat "$TESTDIR/err")"
-[ "$(st s1 .state)" = degraded ] || fail "state $(st s1 .state), expected degraded"
+wait_state s1 degraded
 same s1 "$TESTDIR/data"
 [ "$(sums "$d2")" = "$d2sum" ] || fail "the left-out member was written"
 echo "ok: --skip-stale started degraded without touching $d2"
