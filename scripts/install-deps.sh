@@ -20,7 +20,7 @@ PKGS="
  resource-agents fence-agents
  nbdkit nbdkit-plugin-dev libnbd-dev libnbd-bin
  qemu-utils qemu-system-common mdadm fio util-linux iproute2 procps
- jq e2fsprogs coreutils
+ jq e2fsprogs coreutils mount cpio
 "
 
 # Keep package post-install scripts from starting daemons on this host.
