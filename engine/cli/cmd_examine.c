@@ -157,28 +157,38 @@ static void array_state(const struct clr_md_sb *sb, char *buf, size_t len)
     buf[i] = '\0';
 }
 
+/* The strings both views print, formatted once. */
+struct exam_text {
+    char uuid[36], duuid[36], ct[32], ut[32], lname[48], role[32], astate[260];
+};
+
+static void exam_text(const struct clr_md_sb *sb, struct exam_text *t)
+{
+    clr_uuid_format_mdadm(sb->set_uuid, t->uuid);
+    clr_uuid_format_mdadm(sb->device_uuid, t->duuid);
+    fmt_time(sb->ctime, t->ct, sizeof t->ct);
+    fmt_time(sb->utime, t->ut, sizeof t->ut);
+    clr_md_layout_name(sb->level, sb->layout, t->lname, sizeof t->lname);
+    role_name(sb, t->role, sizeof t->role);
+    array_state(sb, t->astate, sizeof t->astate);
+}
+
 static void print_text(const char *path, const struct exam *x)
 {
     const struct clr_md_sb *sb = &x->sb;
-    char uuid[36], duuid[36], ct[32], ut[32], lname[48], role[32], astate[260];
+    struct exam_text t;
 
-    clr_uuid_format_mdadm(sb->set_uuid, uuid);
-    clr_uuid_format_mdadm(sb->device_uuid, duuid);
-    fmt_time(sb->ctime, ct, sizeof ct);
-    fmt_time(sb->utime, ut, sizeof ut);
-    clr_md_layout_name(sb->level, sb->layout, lname, sizeof lname);
-    role_name(sb, role, sizeof role);
-    array_state(sb, astate, sizeof astate);
+    exam_text(sb, &t);
 
     printf("%s:\n", path);
     printf("          Magic : %08x\n", sb->magic);
     printf("        Version : 1.2\n");
     printf("    Feature Map : 0x%x\n", sb->feature_map);
-    printf("     Array UUID : %s\n", uuid);
+    printf("     Array UUID : %s\n", t.uuid);
     printf("           Name : %s\n", sb->set_name);
     if (x->has_bitmap && x->bm.nodes)
         printf("   Cluster Name : %s\n", x->bm.cluster_name);
-    printf("  Creation Time : %s\n", ct);
+    printf("  Creation Time : %s\n", t.ct);
     printf("     Raid Level : %s\n", clr_md_level_name(sb->level));
     printf("   Raid Devices : %u\n", sb->raid_disks);
     printf(" Avail Dev Size : %" PRIu64 " sectors\n", sb->data_size);
@@ -188,18 +198,18 @@ static void print_text(const char *path, const struct exam *x)
     printf("    Data Offset : %" PRIu64 " sectors\n", sb->data_offset);
     printf("   Super Offset : %" PRIu64 " sectors\n", sb->super_offset);
     printf("          State : %s\n", sb->resync_offset == CLR_MD_MAX_SECTOR ? "clean" : "active");
-    printf("    Device UUID : %s\n", duuid);
+    printf("    Device UUID : %s\n", t.duuid);
     if (x->has_bitmap)
         printf("Internal Bitmap : %d sectors from superblock\n", sb->bitmap_offset);
-    printf("    Update Time : %s\n", ut);
+    printf("    Update Time : %s\n", t.ut);
     printf("       Checksum : %x - correct\n", sb->sb_csum);
     printf("         Events : %" PRIu64 "\n", sb->events);
     if (sb->level != 1) {
-        printf("         Layout : %s\n", lname);
+        printf("         Layout : %s\n", t.lname);
         printf("     Chunk Size : %uK\n", sb->chunksize / 2);
     }
-    printf("    Device Role : %s\n", role);
-    printf("    Array State : %s\n", astate);
+    printf("    Device Role : %s\n", t.role);
+    printf("    Array State : %s\n", t.astate);
     if (!x->has_bitmap)
         return;
     printf("         Bitmap : v%u, chunk %u KiB, %" PRIu64 " bits, %u node slot%s, daemon sleep %us\n",
@@ -220,27 +230,21 @@ static void print_text(const char *path, const struct exam *x)
 static json_object *to_json(const char *path, const struct exam *x)
 {
     const struct clr_md_sb *sb = &x->sb;
-    char uuid[36], duuid[36], ct[32], ut[32], lname[48], role[32], astate[260];
     json_object *o = json_object_new_object(), *s = json_object_new_object();
+    struct exam_text t;
 
-    clr_uuid_format_mdadm(sb->set_uuid, uuid);
-    clr_uuid_format_mdadm(sb->device_uuid, duuid);
-    fmt_time(sb->ctime, ct, sizeof ct);
-    fmt_time(sb->utime, ut, sizeof ut);
-    clr_md_layout_name(sb->level, sb->layout, lname, sizeof lname);
-    role_name(sb, role, sizeof role);
-    array_state(sb, astate, sizeof astate);
+    exam_text(sb, &t);
 
     json_object_object_add(o, "device", json_object_new_string(path));
     json_object_object_add(s, "version", json_object_new_string("1.2"));
     json_object_object_add(s, "feature_map", json_object_new_int64(sb->feature_map));
-    json_object_object_add(s, "array_uuid", json_object_new_string(uuid));
+    json_object_object_add(s, "array_uuid", json_object_new_string(t.uuid));
     json_object_object_add(s, "name", json_object_new_string(sb->set_name));
-    json_object_object_add(s, "creation_time", json_object_new_string(ct));
+    json_object_object_add(s, "creation_time", json_object_new_string(t.ct));
     json_object_object_add(s, "level", json_object_new_string(clr_md_level_name(sb->level)));
     json_object_object_add(s, "raid_devices", json_object_new_int64(sb->raid_disks));
     json_object_object_add(s, "layout", json_object_new_int64(sb->layout));
-    json_object_object_add(s, "layout_name", json_object_new_string(lname));
+    json_object_object_add(s, "layout_name", json_object_new_string(t.lname));
     json_object_object_add(s, "chunk_kib", json_object_new_int64(sb->chunksize / 2));
     json_object_object_add(s, "avail_dev_sectors", json_object_new_int64((int64_t)sb->data_size));
     json_object_object_add(s, "used_dev_sectors", json_object_new_int64((int64_t)sb->size));
@@ -250,11 +254,11 @@ static json_object *to_json(const char *path, const struct exam *x)
     json_object_object_add(s, "super_offset", json_object_new_int64((int64_t)sb->super_offset));
     json_object_object_add(s, "state", json_object_new_string(
                                            sb->resync_offset == CLR_MD_MAX_SECTOR ? "clean" : "active"));
-    json_object_object_add(s, "device_uuid", json_object_new_string(duuid));
+    json_object_object_add(s, "device_uuid", json_object_new_string(t.duuid));
     json_object_object_add(s, "device_number", json_object_new_int64(sb->dev_number));
-    json_object_object_add(s, "device_role", json_object_new_string(role));
-    json_object_object_add(s, "array_state", json_object_new_string(astate));
-    json_object_object_add(s, "update_time", json_object_new_string(ut));
+    json_object_object_add(s, "device_role", json_object_new_string(t.role));
+    json_object_object_add(s, "array_state", json_object_new_string(t.astate));
+    json_object_object_add(s, "update_time", json_object_new_string(t.ut));
     json_object_object_add(s, "events", json_object_new_int64((int64_t)sb->events));
     json_object_object_add(s, "checksum", json_object_new_int64(sb->sb_csum));
     json_object_object_add(o, "superblock", s);
