@@ -565,42 +565,35 @@ void clr_array_set_sync_speed(struct clr_array *a, uint32_t min_kib, uint32_t ma
     pthread_mutex_unlock(&a->lock);
 }
 
-int clr_array_fail_device(struct clr_array *a, const char *path, struct clr_err *e)
+/* Management calls run one at a time (never against a stopping array). */
+static int under_mgmt(struct clr_array *a,
+                      int (*op)(struct clr_array *, const char *, struct clr_err *),
+                      const char *path, struct clr_err *e)
 {
     int rc;
 
     pthread_mutex_lock(&a->mgmt_lock);
-    rc = mgmt_fail_device(a, path, e);
+    rc = op(a, path, e);
     pthread_mutex_unlock(&a->mgmt_lock);
     return rc;
+}
+
+int clr_array_fail_device(struct clr_array *a, const char *path, struct clr_err *e)
+{
+    return under_mgmt(a, mgmt_fail_device, path, e);
 }
 
 int clr_array_remove_device(struct clr_array *a, const char *path, struct clr_err *e)
 {
-    int rc;
-
-    pthread_mutex_lock(&a->mgmt_lock);
-    rc = mgmt_remove_device(a, path, e);
-    pthread_mutex_unlock(&a->mgmt_lock);
-    return rc;
+    return under_mgmt(a, mgmt_remove_device, path, e);
 }
 
 int clr_array_add_device(struct clr_array *a, const char *path, struct clr_err *e)
 {
-    int rc;
-
-    pthread_mutex_lock(&a->mgmt_lock);
-    rc = mgmt_add_device(a, path, e);
-    pthread_mutex_unlock(&a->mgmt_lock);
-    return rc;
+    return under_mgmt(a, mgmt_add_device, path, e);
 }
 
 int clr_array_readd_device(struct clr_array *a, const char *path, struct clr_err *e)
 {
-    int rc;
-
-    pthread_mutex_lock(&a->mgmt_lock);
-    rc = mgmt_readd_device(a, path, e);
-    pthread_mutex_unlock(&a->mgmt_lock);
-    return rc;
+    return under_mgmt(a, mgmt_readd_device, path, e);
 }
