@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "format/errbuf.h"
+#include "format/md_sb.h"
 
 /** Most members we accept in one array (md allows more; nobody needs it,
  *  and it keeps per-stripe descriptors on the stack). */
@@ -34,21 +35,22 @@
  * offset, bits 17-18 far-set variant. */
 #define CLR_RAID10_NEAR(l)      ((uint32_t)(l) & 0xffU)
 #define CLR_RAID10_FAR(l)       (((uint32_t)(l) >> 8) & 0xffU)
-#define CLR_RAID10_OFFSET       0x10000U
+#define CLR_RAID10_OFFSET       CLR_R10_OFFSET   /* the on-disk bit, engine/format */
 #define CLR_RAID10_FARSET(l)    (((uint32_t)(l) >> 17) & 0x3U)
 /** Builds a RAID10 layout word (variant 0 = md's original far layout,
  *  which is what mdadm writes unless told otherwise). */
 #define CLR_RAID10_LAYOUT(near, far, offset) \
     ((uint32_t)(near) | ((uint32_t)(far) << 8) | ((offset) ? CLR_RAID10_OFFSET : 0U))
 
-/** RAID5/6 layouts: md's ALGORITHM_* numbers. */
+/** RAID5/6 layouts: md's ALGORITHM_* numbers. The RAID5 ones are the
+ *  on-disk values engine/format defines; only the RAID6-only ones live here. */
 enum clr_raid_algo {
-    CLR_RAID_ALGO_LEFT_ASYMMETRIC = 0,
-    CLR_RAID_ALGO_RIGHT_ASYMMETRIC = 1,
-    CLR_RAID_ALGO_LEFT_SYMMETRIC = 2,       /* md's default for 5 and 6 */
-    CLR_RAID_ALGO_RIGHT_SYMMETRIC = 3,
-    CLR_RAID_ALGO_PARITY_0 = 4,             /* "parity-first" */
-    CLR_RAID_ALGO_PARITY_N = 5,             /* "parity-last" */
+    CLR_RAID_ALGO_LEFT_ASYMMETRIC = CLR_R5_LEFT_ASYMMETRIC,
+    CLR_RAID_ALGO_RIGHT_ASYMMETRIC = CLR_R5_RIGHT_ASYMMETRIC,
+    CLR_RAID_ALGO_LEFT_SYMMETRIC = CLR_R5_LEFT_SYMMETRIC,   /* md's default for 5 and 6 */
+    CLR_RAID_ALGO_RIGHT_SYMMETRIC = CLR_R5_RIGHT_SYMMETRIC,
+    CLR_RAID_ALGO_PARITY_0 = CLR_R5_PARITY_FIRST,
+    CLR_RAID_ALGO_PARITY_N = CLR_R5_PARITY_LAST,
     /* RAID6 only: DDF layouts */
     CLR_RAID_ALGO_ROTATING_ZERO_RESTART = 8,
     CLR_RAID_ALGO_ROTATING_N_RESTART = 9,
