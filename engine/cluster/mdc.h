@@ -1,0 +1,303 @@
+/*
+ * clraid cluster protocol core: md-cluster's protocols for RAID1/10
+ * (md-cluster-reference §3), written once and run by two hosts:
+ *
+ *   - the engine (engine/array/array_cluster.c): host ops call the real
+ *     lock service (lock.h), broadcast channel (bcast.h) and array core,
+ *     from the engine's threads;
+ *   - the deterministic simulator (tests/sim): host ops run on cooperative
+ *     coroutines over the pure lock table and simulated disks, so a seed
+ *     replays the same interleaving.
+ *
+ * So this file must stay free of threads, clocks, sleeps and I/O of its
+ * own: everything outside goes through struct clr_mdc_host.  The state
+ * below is guarded by one internal mutex that is never held across a host
+ * call except changed() and log(), which must not block or call back.
+ *
+ * Units: "sync sectors" of 512 bytes (md's resync space: logical sectors
+ * for RAID1/10).  Slots are 0-based bitmap slots (lockspace slot - 1).
+ *
+ * Resources (lock names, DLM semantics through the host):
+ *   bitmapNNNN  PW by its owner for its lifetime (slot ownership); LVB =
+ *               le64 win_lo, le64 win_hi, le64 dirty_lo, le64 dirty_hi:
+ *               the owner's current resync window and the extent of the
+ *               dirty bits it still has to resync (0/0: none).
+ *   resync      EX while this node resyncs (one resyncer cluster-wide).
+ *   metadata    EX around superblock updates (read, change, write, send
+ *               METADATA_UPDATED); md uses `token` for this, ours belongs
+ *               to the broadcast channel.
+ *   no-new-dev  CR by everyone; a receiver of NEWDISK that found the disk
+ *               drops it to NL; the adder try-locks EX (NOQUEUE).
+ */
+#ifndef CLRAID_CLUSTER_MDC_H
+#define CLRAID_CLUSTER_MDC_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lock/bcast.h"
+
+/** Message types (payload little-endian; md's numbers where md has one). */
+enum clr_mdc_msg_type {
+	CLR_MDC_METADATA_UPDATED = 0, /**< le32 dev_number of a good member */
+	CLR_MDC_RESYNCING = 1,        /**< le64 lo, le64 hi; hi == 0: finished */
+	CLR_MDC_NEWDISK = 2,          /**< uuid[16] device uuid, le32 dev_number */
+	CLR_MDC_REMOVE = 3,           /**< le32 dev_number */
+	CLR_MDC_RE_ADD = 4,           /**< le32 dev_number */
+	CLR_MDC_BITMAP_NEEDS_SYNC = 5,/**< sender leaves unclean: take its slot */
+	CLR_MDC_TAKEOVER = 9,         /**< le64 lo, le64 hi, le32 slot: sender
+				       *   now owns slot's dirty bits, extent
+				       *   [lo, hi) (hi == 0: nothing dirty) */
+};
+
+/** A decoded message (sender is a 0-based slot). */
+struct clr_mdc_msg {
+	enum clr_mdc_msg_type type;
+	int sender;          /**< 0-based slot of the sender (decode only) */
+	uint64_t lo, hi;     /**< RESYNCING, TAKEOVER */
+	uint32_t dev_number; /**< METADATA_UPDATED, NEWDISK, REMOVE, RE_ADD */
+	uint32_t slot;       /**< TAKEOVER: the slot taken over */
+	uint8_t uuid[16];    /**< NEWDISK */
+};
+
+/** Encode into a broadcast message (type + payload; bcast fills the rest). */
+void clr_mdc_msg_encode(const struct clr_mdc_msg *m, struct clr_bcast_msg *out);
+/** Decode; -EPROTO for an unknown type. sender = out->sender_slot - 1. */
+int clr_mdc_msg_decode(const struct clr_bcast_msg *in, struct clr_mdc_msg *out);
+/** "METADATA_UPDATED", ... or "?" */
+const char *clr_mdc_msg_name(int type);
+
+/** LVB of bitmapNNNN: le64 win_lo, win_hi, dirty_lo, dirty_hi. */
+struct clr_mdc_lvb {
+	uint64_t win_lo, win_hi, dirty_lo, dirty_hi;
+};
+void clr_mdc_lvb_encode(const struct clr_mdc_lvb *v, uint8_t out[32]);
+void clr_mdc_lvb_decode(struct clr_mdc_lvb *v, const uint8_t in[32]);
+
+/** "bitmap%04u" into @buf (>= 16 bytes). */
+void clr_mdc_bitmap_res(unsigned slot, char *buf, size_t len);
+
+/**
+ * What the protocol needs from its host.  Blocking calls return 0 or
+ * -errno; -ESHUTDOWN means the host is stopping (give up, no retry).
+ */
+struct clr_mdc_host {
+	void *arg;
+	/**
+	 * Request or convert lock @res to @mode (CLR_LOCK_*; NL keeps the
+	 * lock object, md's "unlock"), waiting for the result.  @flags:
+	 * CLR_LOCK_F_NOQUEUE, CLR_LOCK_F_VALBLK; with VALBLK @lvb (32 bytes)
+	 * is written on a PW/EX down/re-conversion and filled on grant.
+	 * @return 0, -EAGAIN (NOQUEUE, busy), -ENOLCK, -ETIMEDOUT, -ESHUTDOWN.
+	 */
+	int (*lock)(void *arg, const char *res, int mode, unsigned flags,
+		    uint8_t *lvb);
+	/** Release @res entirely (no-op if not held). */
+	int (*unlock)(void *arg, const char *res);
+	/**
+	 * Broadcast @m to every other member; returns once all processed it.
+	 * *@refused = members that refused it.
+	 */
+	int (*send)(void *arg, const struct clr_mdc_msg *m, unsigned *refused);
+	/** Read slot @slot's on-disk bits (md order, @nbytes) into @bits. */
+	int (*bitmap_read)(void *arg, unsigned slot, uint8_t *bits, size_t nbytes);
+	/** Make slot @slot's on-disk bits all clear (durable on return). */
+	int (*bitmap_clear)(void *arg, unsigned slot);
+	/**
+	 * Merge @bits into this node's bitmap: each set chunk becomes dirty
+	 * and needing resync in memory, and is durable in our own slot on
+	 * every in-sync member before this returns.  Does not start a resync.
+	 */
+	int (*bitmap_merge)(void *arg, const uint8_t *bits, size_t nbytes);
+	/** Wake the local sync thread: NEEDED chunks wait for a resync. */
+	void (*want_resync)(void *arg);
+	/**
+	 * Wait until no local client write overlapping [lo, hi) is in flight.
+	 * New writes there are already held by clr_mdc_write_blocked().
+	 */
+	int (*drain)(void *arg, uint64_t lo, uint64_t hi);
+	/** METADATA_UPDATED: re-read member @dev_number's superblock and apply
+	 *  role changes (faulty, spare, active, removed) and events. */
+	int (*reload_sb)(void *arg, uint32_t dev_number);
+	/** NEWDISK: find a device with device uuid @uuid on this node and hold
+	 *  it as a candidate for @dev_number.  0 found, -ENOENT not found. */
+	int (*find_disk)(void *arg, const uint8_t uuid[16], uint32_t dev_number);
+	/** REMOVE: forget member @dev_number (no role) locally. */
+	int (*remote_remove)(void *arg, uint32_t dev_number);
+	/**
+	 * RE_ADD: member @dev_number comes back: from now on every local
+	 * client write also goes to it (it is not read from until a later
+	 * METADATA_UPDATED shows it in sync); returns after in-flight writes
+	 * issued without it have drained.
+	 */
+	int (*remote_readd)(void *arg, uint32_t dev_number);
+	/** The window, dirty extents or recovery state changed: wake waiters.
+	 *  Called with the core's mutex held: must not block or call back. */
+	void (*changed)(void *arg);
+	/** One log line (syslog priority). */
+	void (*log)(void *arg, int prio, const char *msg);
+};
+
+#define CLR_MDC_MAX_SLOTS 64
+
+struct clr_mdc_config {
+	unsigned slot;          /**< our 0-based slot (< nodes) */
+	unsigned nodes;         /**< bitmap slots on disk */
+	uint64_t sync_sectors;  /**< size of the resync space */
+	uint32_t chunk_sectors; /**< bitmap chunk */
+	uint64_t window_sectors;/**< resync window (md RAID1: 65536 = 32 MiB) */
+};
+
+/** Protocol state of one node.  Fields are private; use the calls. */
+struct clr_mdc {
+	pthread_mutex_t mu;
+	struct clr_mdc_host h;
+	struct clr_mdc_config c;
+	size_t bm_bytes;          /* on-disk bits per slot: ceil(nchunks / 8) */
+	bool joined, leaving;
+	/* remote resync window (one per array, as current md) */
+	int win_from;             /* slot, -1: none */
+	uint64_t win_lo, win_hi;
+	/* per slot: dirty extent a live node still has to resync */
+	uint64_t dirty_lo[CLR_MDC_MAX_SLOTS], dirty_hi[CLR_MDC_MAX_SLOTS];
+	/* membership: prep seen and not done; slots waiting for takeover */
+	bool recovering;
+	uint64_t pending;         /* bit s: slot s waits for takeover */
+	uint64_t recovered_slots; /* takeovers this node completed */
+	int last_taken_slot;      /* -1: none yet */
+	uint64_t last_taken_chunks;/* dirty chunks found in it */
+	/* our own resync */
+	bool resync_locked;
+	uint64_t my_win_lo, my_win_hi, my_dirty_lo, my_dirty_hi;
+	bool nonewdev_dropped;    /* NEWDISK found: no-new-dev at NL */
+	/* counters */
+	uint64_t msgs_sent, msgs_received;
+};
+
+/** Set up (no host calls). -EINVAL if slot >= nodes or nodes > 64. */
+int clr_mdc_init(struct clr_mdc *m, const struct clr_mdc_config *c,
+		 const struct clr_mdc_host *h);
+void clr_mdc_destroy(struct clr_mdc *m);
+
+/**
+ * Join (md §3.3 steps 5-9), after the lockspace and broadcast channel are
+ * open: take our bitmap lock PW (NOQUEUE: -EBUSY "slot already owned"),
+ * no-new-dev CR, resync NL; then for every other slot j: PW NOQUEUE on
+ * bitmap j: granted -> read slot j's bits, merge them into ours (j's bits
+ * stay), release; busy -> CR with VALBLK to read j's LVB (window and
+ * dirty extent), then NL.  Calls want_resync() if anything was merged.
+ */
+int clr_mdc_join(struct clr_mdc *m);
+
+/**
+ * Leave (§3.4): if @unclean (NEEDED chunks remain), send BITMAP_NEEDS_SYNC
+ * so another node takes our bits over once we are gone; then release
+ * every lock this core took.
+ */
+int clr_mdc_leave(struct clr_mdc *m, bool unclean);
+
+/* ---- membership events (non-blocking; the host then runs recovery) ---- */
+void clr_mdc_on_prep(struct clr_mdc *m);
+/** Member in slot @slot died and is confirmed dead: queue its takeover. */
+void clr_mdc_on_member_failed(struct clr_mdc *m, unsigned slot);
+void clr_mdc_on_done(struct clr_mdc *m);
+/** True while a takeover is queued (the host's recovery thread runs
+ *  clr_mdc_recover()). */
+bool clr_mdc_recovery_pending(struct clr_mdc *m);
+
+/**
+ * Take over every queued slot, highest first (§3.5): PW on its bitmap lock
+ * (blocking: granted once the dead owner's lock is released); read its
+ * bits; if any: merge into ours (durable), then clear its slot, then
+ * broadcast TAKEOVER(slot, lo, hi) and want_resync(); release the lock.
+ * A node that gets the lock after another took over finds nothing.  Drops
+ * the dead slot's window and dirty extent.  @return 0 or -errno (the slot
+ * stays queued).
+ */
+int clr_mdc_recover(struct clr_mdc *m);
+
+/* ---- our resync (the host's sync thread) ---- */
+
+/** Take `resync` EX (blocking: one resyncer cluster-wide) and publish our
+ *  dirty extent [dirty_lo, dirty_hi) in our bitmap LVB. */
+int clr_mdc_resync_begin(struct clr_mdc *m, uint64_t dirty_lo, uint64_t dirty_hi);
+/**
+ * Before syncing [lo, hi): if it is not inside the published window, move
+ * the window to [lo, min(lo + window_sectors, end)) (at least hi): LVB
+ * then RESYNCING broadcast; returns once every node drained its writes
+ * there.
+ */
+int clr_mdc_resync_window(struct clr_mdc *m, uint64_t lo, uint64_t hi, uint64_t end);
+/** Resync over (or aborted): LVB 0/0, RESYNCING(0, 0), `resync` to NL. */
+int clr_mdc_resync_end(struct clr_mdc *m);
+
+/* ---- receiving (the broadcast receive callback) ---- */
+
+/**
+ * Process one message (any thread; messages arrive one at a time).
+ * RESYNCING: store the window and the sender's dirty extent shrinks to
+ * [max(dirty_lo, lo), dirty_hi) (hi == 0: clear both), changed(), then
+ * drain() the window.  TAKEOVER: the sender's dirty extent grows by
+ * [lo, hi); the taken slot's extent and window are dropped.
+ * METADATA_UPDATED: re-take no-new-dev CR if dropped, reload_sb().
+ * NEWDISK: find_disk(); found -> no-new-dev NL.  REMOVE / RE_ADD: the host
+ * call.  BITMAP_NEEDS_SYNC: queue the sender's slot for takeover.
+ * @return 0 or -errno (the message is refused, but still acked).
+ */
+int clr_mdc_receive(struct clr_mdc *m, const struct clr_bcast_msg *raw);
+
+/* ---- superblock changes initiated here ---- */
+
+/** Take `metadata` EX; the host then reloads, changes and writes. */
+int clr_mdc_meta_begin(struct clr_mdc *m);
+/** Broadcast METADATA_UPDATED(@good_dev) and release `metadata`.  With
+ *  @send false only releases (nothing changed).  @return send's result. */
+int clr_mdc_meta_end(struct clr_mdc *m, uint32_t good_dev, bool send);
+/**
+ * Adding a spare (§3.9), with `metadata` held: broadcast NEWDISK(@uuid,
+ * @dev_number), then try no-new-dev EX NOQUEUE: granted -> every node
+ * found the disk, back to CR, return 0 (the host writes the superblocks
+ * and calls clr_mdc_meta_end); busy -> -ENOENT: some node lacks it, the
+ * host rolls back (erases the new device's superblock) and still calls
+ * clr_mdc_meta_end(…, true) so candidates are dropped everywhere.
+ */
+int clr_mdc_newdisk(struct clr_mdc *m, const uint8_t uuid[16], uint32_t dev_number);
+/** REMOVE / RE_ADD broadcast for @dev_number (the host changes itself). */
+int clr_mdc_send_remove(struct clr_mdc *m, uint32_t dev_number);
+int clr_mdc_send_readd(struct clr_mdc *m, uint32_t dev_number);
+/**
+ * Re-add (§3.11): merge every other slot's on-disk bits into ours (without
+ * clearing them) so the returning member gets every chunk any node wrote
+ * while it was out.  Call after clr_mdc_send_readd() (all nodes write to
+ * it by then).
+ */
+int clr_mdc_gather_bitmaps(struct clr_mdc *m);
+
+/* ---- data path queries (non-blocking; host holds its own locks) ---- */
+
+/** A local client write to [lo, hi) must wait: it overlaps a remote
+ *  resync window.  Check it after registering the write in flight (so a
+ *  concurrent drain() sees it), back off and wait for changed(). */
+bool clr_mdc_write_blocked(struct clr_mdc *m, uint64_t lo, uint64_t hi);
+/** A read of [lo, hi) must go to the first in-sync device: cluster
+ *  recovery is in progress, or it overlaps the remote window or a live
+ *  node's dirty extent.  (Our own NEEDED chunks are the host's to check.) */
+bool clr_mdc_read_first(struct clr_mdc *m, uint64_t lo, uint64_t hi);
+
+/** For status. */
+struct clr_mdc_stats {
+	unsigned slot;
+	uint64_t recovered_slots;
+	uint64_t msgs_sent, msgs_received;
+	bool recovering;
+	uint64_t pending;       /* slot mask */
+	int win_from;
+	uint64_t win_lo, win_hi;
+	int last_taken_slot;    /* -1: none */
+	uint64_t last_taken_chunks;
+};
+void clr_mdc_stats(struct clr_mdc *m, struct clr_mdc_stats *st);
+
+#endif
