@@ -6,8 +6,9 @@ libclraid_la_SOURCES += \
 	engine/array/array_meta.c \
 	engine/array/array_io.c \
 	engine/array/array_sync.c \
-	engine/array/array_manage.c
-libclraid_la_LIBADD += $(URING_LIBS) $(ISAL_LIBS) $(JSONC_LIBS)
+	engine/array/array_manage.c \
+	engine/array/array_cluster.c
+libclraid_la_LIBADD += $(URING_LIBS) $(ISAL_LIBS) $(JSONC_LIBS) $(BLKID_LIBS)
 
 # Unit/integration tests on member files under $TMPDIR (default /var/tmp).
 check_PROGRAMS += tests/array/test_array
