@@ -31,6 +31,7 @@ enum { C_RESYNC = 1u << 0, C_META = 1u << 1, C_NONEWDEV = 1u << 2 };
 
 #define CLAIM_POLL_MS 2
 #define TAKEOVER_POLL_MS 50
+#define JOIN_SLOT_POLLS 600 /* 30 s of TAKEOVER_POLL_MS */
 
 /* ---- messages and LVB ---- */
 
@@ -350,11 +351,21 @@ int clr_mdc_join(struct clr_mdc *m)
 	bits = calloc(1, m->bm_bytes);
 	if (!bits)
 		return -ENOMEM;
+	/* The lockspace gave us the slot, so another holder of its lock can
+	 * only be a survivor taking over our previous incarnation's bits:
+	 * wait for it to finish. */
 	clr_mdc_bitmap_res(m->c.slot, res, sizeof(res));
-	r = m->h.lock(m->h.arg, res, CLR_LOCK_PW, CLR_LOCK_F_NOQUEUE | CLR_LOCK_F_VALBLK, lvb);
-	if (r == -EAGAIN) {
-		mlog(m, LOG_ERR, "cluster: bitmap slot %u is owned by another node", m->c.slot);
-		r = -EBUSY;
+	for (unsigned tries = 0;; tries++) {
+		r = m->h.lock(m->h.arg, res, CLR_LOCK_PW,
+			      CLR_LOCK_F_NOQUEUE | CLR_LOCK_F_VALBLK, lvb);
+		if (r != -EAGAIN)
+			break;
+		if (tries >= JOIN_SLOT_POLLS || m->h.pause(m->h.arg, TAKEOVER_POLL_MS)) {
+			mlog(m, LOG_ERR, "cluster: bitmap slot %u stays locked by another node",
+			     m->c.slot);
+			r = -EBUSY;
+			break;
+		}
 	}
 	if (r)
 		goto out;
@@ -744,6 +755,13 @@ int clr_mdc_receive(struct clr_mdc *m, const struct clr_bcast_msg *raw)
 		if (msg.slot >= m->c.nodes)
 			return -EBADMSG;
 		if (msg.slot == m->c.slot) {
+			bool joined;
+
+			pthread_mutex_lock(&m->mu);
+			joined = m->joined;
+			pthread_mutex_unlock(&m->mu);
+			if (!joined)
+				return 0; /* our previous incarnation's bits: fine */
 			mlog(m, LOG_CRIT, "cluster: slot %u claims to have taken over our slot %u",
 			     s, m->c.slot);
 			return -EBADMSG;
