@@ -183,6 +183,8 @@ struct clr_mdc {
 	bool resync_locked;
 	uint64_t my_win_lo, my_win_hi, my_dirty_lo, my_dirty_hi;
 	bool nonewdev_dropped;    /* NEWDISK found: no-new-dev at NL */
+	uint64_t claims;          /* named lock objects in use (mdc.c) */
+	uint64_t slot_claims;     /* bitmap lock objects in use, per slot */
 	/* counters */
 	uint64_t msgs_sent, msgs_received;
 };
