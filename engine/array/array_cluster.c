@@ -917,6 +917,7 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
     struct arr_cluster *cl;
     char lsname[37];
     int rc, slot;
+    unsigned nodes;
     uint64_t win;
 
     clr_arr_cl_free(a);     /* a previous run's */
@@ -941,9 +942,10 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
         goto fail;
     }
     slot = clr_ls_our_slot(cl->ls) - 1;
-    if (slot < 0 || (unsigned)slot >= a->bsb.nodes || slot >= CLR_MDC_MAX_SLOTS) {
+    nodes = clr_bitmap_slots(&a->bsb);
+    if (slot < 0 || (unsigned)slot >= nodes || slot >= CLR_MDC_MAX_SLOTS) {
         rc = clr_err_set(e, -ERANGE, "array was created for %u nodes; this is member %d: recreate with --nodes or stop a node",
-                         a->bsb.nodes, slot + 1);
+                         nodes, slot + 1);
         goto fail;
     }
     a->slot = (uint32_t)slot;
@@ -959,7 +961,7 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
             win = w;
     }
     mc.slot = a->slot;
-    mc.nodes = a->bsb.nodes;
+    mc.nodes = nodes;
     mc.sync_sectors = a->sync_sectors;
     mc.chunk_sectors = a->bsb.chunksize / ARR_SECTOR;
     mc.window_sectors = win;
@@ -1009,7 +1011,7 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
     cl->members = clr_ls_member_count(cl->ls);
     pthread_mutex_unlock(&cl->mu);
     clr_arr_log(a, LOG_INFO, "joined cluster lockspace %s (%s) as slot %u of %u, %d members", lsname,
-                a->lock_backend, a->slot, a->bsb.nodes, cl->members);
+                a->lock_backend, a->slot, nodes, cl->members);
     return 0;
 fail:
     pthread_mutex_lock(&cl->mu);

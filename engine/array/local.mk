@@ -16,3 +16,11 @@ TESTS += tests/array/test_array
 tests_array_test_array_SOURCES = tests/array/test_array.c
 tests_array_test_array_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JSONC_CFLAGS)
 tests_array_test_array_LDADD = libclraid.la $(CMOCKA_LIBS) $(JSONC_LIBS) $(URING_LIBS) $(ISAL_LIBS)
+
+# Cluster mode: several arrays in one process on the same member files,
+# the md-cluster protocol on the in-process local lock backend.
+check_PROGRAMS += tests/array/test_array_cluster
+TESTS += tests/array/test_array_cluster
+tests_array_test_array_cluster_SOURCES = tests/array/test_array_cluster.c
+tests_array_test_array_cluster_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JSONC_CFLAGS)
+tests_array_test_array_cluster_LDADD = libclraid.la $(CMOCKA_LIBS) $(JSONC_LIBS) $(URING_LIBS) $(ISAL_LIBS)
