@@ -695,7 +695,7 @@ static void h_log(void *arg, int prio, const char *msg)
 {
     struct arr_cluster *cl = arg;
 
-    clr_arr_log(cl->a, prio, "cluster: %s", msg);
+    clr_arr_log(cl->a, prio, "%s", msg);
 }
 
 /* ---- lockspace events and the takeover thread ---- */
