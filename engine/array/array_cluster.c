@@ -437,6 +437,26 @@ static int reload_sb(struct clr_array *a, uint32_t dev_number)
     unsigned nchk = 0;
     int rc;
 
+    pthread_mutex_lock(&a->lock);
+    for (unsigned i = 0; i < a->nmem; i++) {
+        struct arr_member *m = a->mem[i];
+
+        if (m->io && m->dev_number == dev_number && m->state != ARR_M_FAULTY && m->state != ARR_M_REMOVED)
+            src = m;
+    }
+    pthread_mutex_unlock(&a->lock);
+    if (!src)
+        src = good_member(a);
+    if (!src)
+        return -ENODEV;
+    rc = read_sb_io(src->io, a->sb.set_uuid, &sb);
+    if (rc) {
+        clr_arr_log(a, LOG_ERR, "%s: cannot re-read the superblock: %s", src->path, strerror(-rc));
+        return rc;
+    }
+    /* new devices announced by NEWDISK first: they may have a role now */
+    if (cl)
+        settle_candidates(cl, &sb);
     own = calloc(ARR_MAX_MEMBERS, sizeof *own);
     if (!own)
         return -ENOMEM;
@@ -444,24 +464,10 @@ static int reload_sb(struct clr_array *a, uint32_t dev_number)
     for (unsigned i = 0; i < a->nmem; i++) {
         struct arr_member *m = a->mem[i];
 
-        if (m->io && m->dev_number == dev_number && m->state != ARR_M_FAULTY && m->state != ARR_M_REMOVED)
-            src = m;
         if (m->io && (m->state == ARR_M_SPARE || (m->state == ARR_M_REBUILDING && m->remote_rebuild)))
             chk[nchk++] = m;
     }
     pthread_mutex_unlock(&a->lock);
-    if (!src)
-        src = good_member(a);
-    if (!src) {
-        free(own);
-        return -ENODEV;
-    }
-    rc = read_sb_io(src->io, a->sb.set_uuid, &sb);
-    if (rc) {
-        clr_arr_log(a, LOG_ERR, "%s: cannot re-read the superblock: %s", src->path, strerror(-rc));
-        free(own);
-        return rc;
-    }
     for (unsigned i = 0; i < nchk; i++)
         have[i] = read_sb_io(chk[i]->io, a->sb.set_uuid, &own[i]) == 0;
     pthread_mutex_lock(&a->lock);
@@ -504,14 +510,15 @@ static int reload_sb(struct clr_array *a, uint32_t dev_number)
     }
     if (changed) {
         clr_arr_recompute_locked(a);
+        /* whole again: our NEEDED chunks (writes while degraded) can go */
+        if (!a->degraded)
+            a->resync_pending = true;
         clr_arr_sync_kick_locked(a);
     }
     pthread_mutex_unlock(&a->lock);
     free(own);
     if (changed)
         clr_arr_bm_set_degraded(a);
-    if (cl)
-        settle_candidates(cl, &sb);
     return 0;
 }
 
@@ -1019,6 +1026,18 @@ fail:
     pthread_mutex_unlock(&cl->mu);
     cl_close(a, false);
     return rc;
+}
+
+bool clr_arr_cl_alone(struct clr_array *a)
+{
+    bool alone;
+
+    if (!a->cl)
+        return true;
+    pthread_mutex_lock(&a->cl->mu);
+    alone = a->cl->members == 1;
+    pthread_mutex_unlock(&a->cl->mu);
+    return alone;
 }
 
 void clr_arr_cl_stop_threads(struct clr_array *a)

@@ -216,6 +216,7 @@ static inline uint64_t arr_dev_off(const struct arr_member *m, uint64_t dsec)
 int clr_arr_cl_check_config(const struct clr_array *a, struct clr_err *e);
 int clr_arr_cl_start(struct clr_array *a, struct clr_err *e);
 void clr_arr_cl_stop_threads(struct clr_array *a);
+bool clr_arr_cl_alone(struct clr_array *a);
 void clr_arr_cl_leave(struct clr_array *a, bool unclean);
 void clr_arr_cl_crash(struct clr_array *a);
 void clr_arr_cl_crash_finish(struct clr_array *a);

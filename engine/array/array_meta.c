@@ -306,20 +306,28 @@ int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean)
     unsigned n;
     int rc = 0;
 
-    bool cl_meta = false;
+    bool cl_meta = false, wrote = false;
 
-    pthread_mutex_lock(&a->meta_lock);
-    if (a->crashed || (gen && a->sb_done_gen >= gen))
-        goto out;
+    if (a->crashed)
+        return 0;
     if (a->cl && !clr_arr_cl_meta_held()) {
-        /* cluster: under `metadata`, reloaded from disk (events only grow) */
+        /* cluster: under `metadata` (taken before meta_lock: a holder of
+         * it may need meta_lock), reloaded from disk (events only grow) */
+        pthread_mutex_lock(&a->meta_lock);
+        bool done = gen && a->sb_done_gen >= gen;
+        pthread_mutex_unlock(&a->meta_lock);
+        if (done)
+            return 0;
         rc = clr_arr_cl_meta_begin(a);
         if (rc) {
             clr_arr_log(a, LOG_ERR, "cluster: cannot take the metadata lock: %s", strerror(-rc));
-            goto out;
+            return rc;
         }
         cl_meta = true;
     }
+    pthread_mutex_lock(&a->meta_lock);
+    if (gen && a->sb_done_gen >= gen)
+        goto out;
     if (a->cluster)
         clean = a->sb.resync_offset == CLR_MD_MAX_SECTOR;  /* the bitmaps carry crash state */
     for (int tries = 0; tries < 8; tries++) {
@@ -386,10 +394,11 @@ int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean)
             break;
         clr_arr_bm_set_degraded(a);
     }
-    if (cl_meta)
-        clr_arr_cl_meta_end(a, true);
+    wrote = true;
 out:
     pthread_mutex_unlock(&a->meta_lock);
+    if (cl_meta)
+        clr_arr_cl_meta_end(a, wrote);
     return rc;
 }
 
@@ -620,12 +629,21 @@ int clr_array_run(struct clr_array *a, struct clr_err *e)
     if (a->cluster) {
         /* Several nodes share the superblocks: no clean/active flip; our
          * slot's bits (and those of free slots) carry the crash state. */
+        bool alone;
+
         rc = clr_arr_cl_start(a, e);
         if (rc)
             goto fail;
+        alone = clr_arr_cl_alone(a);
         pthread_mutex_lock(&a->lock);
         a->resync_pending |= clr_bmc_dirty_chunks(&a->bmc) > 0;
+        /* the only node: a spare takes a vacant role (else its owner does) */
+        for (uint32_t r = 0; r < a->g.raid_disks && alone; r++)
+            if (!a->role_mem[r])
+                take_spare_locked(a, (int)r);
+        clr_arr_recompute_locked(a);
         pthread_mutex_unlock(&a->lock);
+        clr_arr_bm_set_degraded(a);
     } else {
         /* Mark active before any write can happen. */
         rc = clr_arr_sb_update(a, 0, false);

@@ -264,6 +264,16 @@ static int run_recover(struct clr_array *a, struct arr_member *m)
     bool aborted = false;
     int rc = 0;
 
+    if (a->cl) {
+        /* every node writes to the member before any of it is copied:
+         * the superblock update tells them (METADATA_UPDATED) */
+        pthread_mutex_lock(&a->lock);
+        uint64_t gen = ++a->state_gen;
+        pthread_mutex_unlock(&a->lock);
+        rc = clr_arr_sb_update(a, gen, false);
+        if (rc)
+            return rc;
+    }
     rc = cl_begin(a, 0, a->sync_sectors);
     if (rc)
         return rc == -ECANCELED || rc == -ESHUTDOWN ? 0 : rc;

@@ -247,6 +247,45 @@ static uint64_t check_mismatches(struct clr_array *a)
             fail_msg("timed out waiting for %s", #cond);                \
     } while (0)
 
+static void assert_files_equal(const char *p0, const char *p1, uint64_t data_off, uint64_t bytes)
+{
+    uint8_t *x = malloc(1 << 20), *y = malloc(1 << 20);
+
+    for (uint64_t off = 0; off < bytes; off += 1 << 20) {
+        size_t len = bytes - off < (1 << 20) ? bytes - off : 1 << 20;
+
+        pread_all(p0, x, len, data_off * 512 + off);
+        pread_all(p1, y, len, data_off * 512 + off);
+        if (memcmp(x, y, len) != 0)
+            fail_msg("%s differs from %s in [%" PRIu64 ", +%zu)", p1, p0, off, len);
+    }
+    free(x);
+    free(y);
+}
+
+static const char *find_dev_state(struct clr_array *a, const char *path, char *buf, size_t len)
+{
+    json_object *o = clr_array_status_json(a), *d = jget(o, "devices");
+
+    snprintf(buf, len, "absent");
+    for (size_t i = 0; d && i < json_object_array_length(d); i++) {
+        json_object *x = json_object_array_get_idx(d, i);
+
+        if (strcmp(json_object_get_string(jget(x, "path")), path) == 0 &&
+            (strcmp(buf, "absent") == 0 || strcmp(buf, "removed") == 0))
+            snprintf(buf, len, "%s", json_object_get_string(jget(x, "state")));
+    }
+    json_object_put(o);
+    return buf;
+}
+
+static bool dev_is(struct clr_array *a, const char *path, const char *state)
+{
+    char b[32];
+
+    return strcmp(find_dev_state(a, path, b, sizeof b), state) == 0;
+}
+
 /* Data areas of two RAID1 members are equal over [0, bytes). */
 static void assert_copies_equal(struct tarr *t, uint64_t bytes)
 {
@@ -525,6 +564,118 @@ static void test_rejoin_after_crash(void **s)
     rmfiles(&t);
 }
 
+/* ---- fail, remove, re-add from one node; the other follows ---- */
+
+static void test_fail_remove_readd(void **s)
+{
+    struct clr_array *a, *b;
+    uint8_t *buf = aligned_alloc(4096, 1 << 20), *rd = aligned_alloc(4096, 1 << 20);
+    struct clr_err e = { "" };
+    uint64_t size;
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    size = clr_array_size(a);
+    if (clr_array_fail_device(a, t.path[1], &e) != 0)
+        fail_msg("fail: %s", e.msg);
+    assert_true(dev_is(b, t.path[1], "faulty"));
+    /* both nodes write while it is out: both bitmaps remember */
+    memset(buf, 0x11, 1 << 20);
+    assert_int_equal(clr_array_pwrite(a, buf, 1 << 20, 2 << 20, 0), 0);
+    memset(buf, 0x22, 1 << 20);
+    assert_int_equal(clr_array_pwrite(b, buf, 1 << 20, 9 << 20, 0), 0);
+    if (clr_array_remove_device(a, t.path[1], &e) != 0)
+        fail_msg("remove: %s", e.msg);
+    assert_true(dev_is(b, t.path[1], "removed"));
+    if (clr_array_readd_device(a, t.path[1], &e) != 0)
+        fail_msg("re-add: %s", e.msg);
+    /* b writes to it at once (not read from it until in sync) */
+    assert_true(dev_is(b, t.path[1], "rebuilding"));
+    memset(buf, 0x33, 1 << 20);
+    assert_int_equal(clr_array_pwrite(b, buf, 1 << 20, 20 << 20, 0), 0);
+    wait_idle(a);
+    WAIT_FOR(dev_is(a, t.path[1], "in_sync"), 10000);
+    WAIT_FOR(dev_is(b, t.path[1], "in_sync"), 10000);
+    assert_true(st_int(a, "last_resync.bytes") > 0);
+    assert_int_equal(clr_array_pread(b, rd, 1 << 20, 9 << 20), 0);
+    memset(buf, 0x22, 1 << 20);
+    assert_memory_equal(buf, rd, 1 << 20);
+    assert_int_equal(check_mismatches(b), 0);
+    assert_int_equal(clr_array_stop(a), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    assert_copies_equal(&t, size);
+    clr_array_free(a);
+    clr_array_free(b);
+    free(buf);
+    free(rd);
+    rmfiles(&t);
+}
+
+/* ---- adding a spare: every node must see it (NEWDISK), else roll back ---- */
+
+static void test_add_spare(void **s)
+{
+    struct clr_array *a, *b;
+    uint8_t *buf = aligned_alloc(4096, 1 << 20), sbraw[CLR_MD_SB_AREA_BYTES], zero[CLR_MD_SB_AREA_BYTES];
+    struct clr_err e = { "" };
+    char hidden[400], spare[400];
+    uint64_t size;
+    struct tarr t;
+    int fd;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    size = clr_array_size(a);
+    memset(buf, 0x61, 1 << 20);
+    assert_int_equal(clr_array_pwrite(a, buf, 1 << 20, 1 << 20, 0), 0);
+    if (clr_array_fail_device(a, t.path[1], &e) != 0 || clr_array_remove_device(a, t.path[1], &e) != 0)
+        fail_msg("fail/remove: %s", e.msg);
+    /* a device only this node sees: refused, its superblock erased */
+    snprintf(hidden, sizeof hidden, "%s/only-here", t.dir);
+    assert_int_equal(mkdir(hidden, 0700), 0);
+    strcat(hidden, "/d9");
+    fd = open(hidden, O_RDWR | O_CREAT, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)t.dev_bytes), 0);
+    close(fd);
+    assert_int_equal(clr_array_add_device(a, hidden, &e), -ENOENT);
+    assert_non_null(strstr(e.msg, "could not see the new device"));
+    pread_all(hidden, sbraw, sizeof sbraw, 4096);
+    memset(zero, 0, sizeof zero);
+    assert_memory_equal(sbraw, zero, sizeof zero);
+    assert_true(dev_is(a, hidden, "absent"));
+    assert_true(dev_is(b, hidden, "absent"));
+    /* one both see (same directory as the members) */
+    snprintf(spare, sizeof spare, "%s/d5", t.dir);
+    fd = open(spare, O_RDWR | O_CREAT, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)t.dev_bytes), 0);
+    close(fd);
+    if (clr_array_add_device(a, spare, &e) != 0)
+        fail_msg("add: %s", e.msg);
+    WAIT_FOR(!dev_is(b, spare, "absent"), 5000);
+    memset(buf, 0x62, 1 << 20);
+    assert_int_equal(clr_array_pwrite(b, buf, 1 << 20, 7 << 20, 0), 0);
+    wait_idle(a);
+    WAIT_FOR(dev_is(a, spare, "in_sync"), 20000);
+    WAIT_FOR(dev_is(b, spare, "in_sync"), 10000);
+    assert_int_equal(check_mismatches(b), 0);
+    assert_int_equal(clr_array_stop(a), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    assert_files_equal(t.path[0], spare, t.data_offset, size);
+    clr_array_free(a);
+    clr_array_free(b);
+    free(buf);
+    rmfiles(&t);
+}
+
 /* ---- refusals: what md refuses clustered, and plain local ---- */
 
 static void test_refusals(void **s)
@@ -586,6 +737,8 @@ int main(void)
         cmocka_unit_test(test_takeover),
         cmocka_unit_test(test_rejoin_after_crash),
         cmocka_unit_test(test_window_holds_write),
+        cmocka_unit_test(test_fail_remove_readd),
+        cmocka_unit_test(test_add_spare),
     };
 
     srand((unsigned)time(NULL));

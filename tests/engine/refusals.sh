@@ -28,7 +28,7 @@ expect_refusal "missing device" "$CLRAID" start r "$1" "$TESTDIR/nope" --run-dir
 expect_refusal "lock backend" "$CLRAID" start r "$TESTDIR/o0" "$TESTDIR/o1" --lock bogus --run-dir "$RUN"
 # RAID5/6 cannot run clustered in this release: refused before anything runs.
 truncate -s 64M "$TESTDIR/p0" "$TESTDIR/p1" "$TESTDIR/p2"
-"$CLRAID" create --level=5 --raid-devices=3 --nodes=2 --assume-clean "$TESTDIR/p0" "$TESTDIR/p1" "$TESTDIR/p2" >/dev/null
+"$CLRAID" create --level=5 --raid-devices=3 --nodes=2 --home-cluster=c --assume-clean "$TESTDIR/p0" "$TESTDIR/p1" "$TESTDIR/p2" >/dev/null
 before=$(sums "$TESTDIR/p0" "$TESTDIR/p1" "$TESTDIR/p2")
 expect_refusal "clustered raid5" "$CLRAID" start p "$TESTDIR/p0" "$TESTDIR/p1" "$TESTDIR/p2" --lock cpg --run-dir "$RUN"
 grep -q "stripe-lock" "$TESTDIR/err" || fail "the refusal must say why: $(cat "$TESTDIR/err")"
