@@ -291,6 +291,8 @@ static int publish(struct clr_mdc *m)
 	return r;
 }
 
+static int retake_nonewdev(struct clr_mdc *m);
+
 /* ---- life cycle ---- */
 
 int clr_mdc_init(struct clr_mdc *m, const struct clr_mdc_config *c,
@@ -353,10 +355,11 @@ int clr_mdc_join(struct clr_mdc *m)
 		return -ENOMEM;
 	/* The lockspace gave us the slot, so another holder of its lock can
 	 * only be a survivor taking over our previous incarnation's bits:
-	 * wait for it to finish. */
+	 * wait for it to finish.  EX first: a joiner reading our LVB waits
+	 * until we published a fresh one. */
 	clr_mdc_bitmap_res(m->c.slot, res, sizeof(res));
 	for (unsigned tries = 0;; tries++) {
-		r = m->h.lock(m->h.arg, res, CLR_LOCK_PW,
+		r = m->h.lock(m->h.arg, res, CLR_LOCK_EX,
 			      CLR_LOCK_F_NOQUEUE | CLR_LOCK_F_VALBLK, lvb);
 		if (r != -EAGAIN)
 			break;
@@ -369,20 +372,27 @@ int clr_mdc_join(struct clr_mdc *m)
 	}
 	if (r)
 		goto out;
-	r = m->h.lock(m->h.arg, RES_NONEWDEV, CLR_LOCK_CR, 0, NULL);
+	/* Our own bits (the host loaded them as NEEDED): we announce them. */
+	r = m->h.bitmap_read(m->h.arg, m->c.slot, bits, m->bm_bytes);
+	if (r)
+		goto fail;
+	total = bits_extent(m, bits, &dlo, &dhi);
+	{
+		struct clr_mdc_lvb v = { 0, 0, dlo, dhi };
+
+		clr_mdc_lvb_encode(&v, lvb);
+		r = m->h.lock(m->h.arg, res, CLR_LOCK_PW, CLR_LOCK_F_VALBLK, lvb);
+	}
+	if (!r)
+		r = m->h.lock(m->h.arg, RES_NONEWDEV, CLR_LOCK_CR, 0, NULL);
 	if (!r)
 		r = m->h.lock(m->h.arg, RES_RESYNC, CLR_LOCK_NL, 0, NULL);
 	if (r)
 		goto fail;
 
-	/* Our own bits: the host loaded them as NEEDED; we announce them. */
-	r = m->h.bitmap_read(m->h.arg, m->c.slot, bits, m->bm_bytes);
-	if (r)
-		goto fail;
-	total = bits_extent(m, bits, &dlo, &dhi);
-
 	for (unsigned j = 0; j < m->c.nodes; j++) {
 		struct clr_mdc_lvb v;
+		uint64_t seq0;
 
 		if (j == m->c.slot)
 			continue;
@@ -407,7 +417,12 @@ int clr_mdc_join(struct clr_mdc *m)
 		}
 		if (r != -EAGAIN)
 			goto fail;
-		/* A live owner: learn its resync window and dirty extent. */
+		/* A live owner: learn its resync window and dirty extent, unless
+		 * a message from it arrived meanwhile (it is newer: an owner
+		 * publishes its LVB before it broadcasts). */
+		pthread_mutex_lock(&m->mu);
+		seq0 = m->rx_seq[j];
+		pthread_mutex_unlock(&m->mu);
 		memset(lvb, 0, sizeof(lvb));
 		r = m->h.lock(m->h.arg, res, CLR_LOCK_CR, CLR_LOCK_F_VALBLK, lvb);
 		if (r)
@@ -415,6 +430,10 @@ int clr_mdc_join(struct clr_mdc *m)
 		m->h.unlock(m->h.arg, res);
 		clr_mdc_lvb_decode(&v, lvb);
 		pthread_mutex_lock(&m->mu);
+		if (m->rx_seq[j] != seq0) {
+			pthread_mutex_unlock(&m->mu);
+			continue;
+		}
 		if (v.win_hi && v.win_lo < v.win_hi) {
 			m->win_from = (int)j;
 			m->win_lo = v.win_lo;
@@ -436,16 +455,17 @@ int clr_mdc_join(struct clr_mdc *m)
 	r = publish(m);
 	if (r)
 		goto fail;
-	if (total) {
+	{
+		/* Always: survivors waiting to take our slot over stop waiting. */
 		struct clr_mdc_msg msg = { .type = CLR_MDC_TAKEOVER, .lo = dlo, .hi = dhi,
 					   .slot = m->c.slot };
 
 		r = send_msg(m, &msg);
 		if (r)
 			goto fail;
-		if (m->h.want_resync)
-			m->h.want_resync(m->h.arg);
 	}
+	if (total && m->h.want_resync)
+		m->h.want_resync(m->h.arg);
 	mlog(m, LOG_INFO, "cluster: joined as slot %u of %u (%" PRIu64 " dirty chunk(s))",
 	     m->c.slot, m->c.nodes, total);
 	free(bits);
@@ -590,6 +610,13 @@ static int take_slot(struct clr_mdc *m, unsigned s, uint8_t *bits)
 out:
 	m->h.unlock(m->h.arg, res);
 	release(m, &m->slot_claims, 1ull << s);
+	/* The dead node may have marked a member Faulty on disk and died
+	 * before its METADATA_UPDATED went out, or after a NEWDISK we
+	 * answered: re-read the superblock, and answer "no" again. */
+	if (!r && m->h.reload_sb)
+		r = m->h.reload_sb(m->h.arg, CLR_MDC_ANY_DEV);
+	if (!r)
+		r = retake_nonewdev(m);
 	return r;
 }
 
@@ -708,6 +735,31 @@ int clr_mdc_resync_end(struct clr_mdc *m, uint64_t dirty_lo, uint64_t dirty_hi)
 
 /* ---- receiving ---- */
 
+/* Back to no-new-dev CR if a NEWDISK we found left us at NL. */
+static int retake_nonewdev(struct clr_mdc *m)
+{
+	bool dropped;
+	int r;
+
+	pthread_mutex_lock(&m->mu);
+	dropped = m->nonewdev_dropped;
+	pthread_mutex_unlock(&m->mu);
+	if (!dropped)
+		return 0;
+	r = claim(m, &m->claims, C_NONEWDEV);
+	if (r)
+		return r;
+	r = m->h.lock(m->h.arg, RES_NONEWDEV, CLR_LOCK_CR, 0, NULL);
+	pthread_mutex_lock(&m->mu);
+	if (!r)
+		m->nonewdev_dropped = false;
+	m->claims &= ~(uint64_t)C_NONEWDEV;
+	pthread_mutex_unlock(&m->mu);
+	if (r)
+		mlog(m, LOG_ERR, "cluster: re-taking no-new-dev failed: %s", strerror(-r));
+	return r;
+}
+
 int clr_mdc_receive(struct clr_mdc *m, const struct clr_bcast_msg *raw)
 {
 	struct clr_mdc_msg msg;
@@ -728,6 +780,7 @@ int clr_mdc_receive(struct clr_mdc *m, const struct clr_bcast_msg *raw)
 	s = (unsigned)msg.sender;
 	pthread_mutex_lock(&m->mu);
 	m->msgs_received++;
+	m->rx_seq[s]++;
 	pthread_mutex_unlock(&m->mu);
 
 	switch (msg.type) {
@@ -767,30 +820,29 @@ int clr_mdc_receive(struct clr_mdc *m, const struct clr_bcast_msg *raw)
 			return -EBADMSG;
 		}
 		pthread_mutex_lock(&m->mu);
-		if (msg.slot != s)
+		if (msg.slot != s) {
 			slot_done_locked(m, msg.slot);
+			ext_union(&m->dirty_lo[s], &m->dirty_hi[s], msg.lo, msg.hi);
+		} else {
+			/* a node (re)joined: its previous incarnation's window is
+			 * gone, its extent is what it announces */
+			if (m->win_from == (int)s) {
+				m->win_from = -1;
+				m->win_lo = m->win_hi = 0;
+			}
+			m->dirty_lo[s] = ext_empty(msg.lo, msg.hi) ? 0 : msg.lo;
+			m->dirty_hi[s] = ext_empty(msg.lo, msg.hi) ? 0 : msg.hi;
+		}
 		m->pending &= ~(1ull << msg.slot);
-		ext_union(&m->dirty_lo[s], &m->dirty_hi[s], msg.lo, msg.hi);
 		changed_locked(m);
 		pthread_mutex_unlock(&m->mu);
+		/* It may have failed a member before it went down and came back. */
+		if (msg.slot == s && m->h.reload_sb)
+			return m->h.reload_sb(m->h.arg, CLR_MDC_ANY_DEV);
 		return 0;
 
 	case CLR_MDC_METADATA_UPDATED:
-		pthread_mutex_lock(&m->mu);
-		if (m->nonewdev_dropped) {
-			pthread_mutex_unlock(&m->mu);
-			r = claim(m, &m->claims, C_NONEWDEV);
-			if (r)
-				return r;
-			r = m->h.lock(m->h.arg, RES_NONEWDEV, CLR_LOCK_CR, 0, NULL);
-			pthread_mutex_lock(&m->mu);
-			if (!r)
-				m->nonewdev_dropped = false;
-			m->claims &= ~(uint64_t)C_NONEWDEV;
-		}
-		pthread_mutex_unlock(&m->mu);
-		if (r)
-			mlog(m, LOG_ERR, "cluster: re-taking no-new-dev failed: %s", strerror(-r));
+		retake_nonewdev(m);
 		return m->h.reload_sb ? m->h.reload_sb(m->h.arg, msg.dev_number) : 0;
 
 	case CLR_MDC_NEWDISK:
@@ -799,7 +851,9 @@ int clr_mdc_receive(struct clr_mdc *m, const struct clr_bcast_msg *raw)
 			mlog(m, LOG_WARNING,
 			     "cluster: slot %u adds device %u, which this node cannot find", s,
 			     msg.dev_number);
-			return 0; /* keeping no-new-dev CR is the answer */
+			/* Holding CR is the answer: re-take it if an earlier NEWDISK
+			 * (whose adder died before METADATA_UPDATED) left us at NL. */
+			return retake_nonewdev(m);
 		}
 		r = claim(m, &m->claims, C_NONEWDEV);
 		if (r)

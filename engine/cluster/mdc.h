@@ -127,8 +127,11 @@ struct clr_mdc_host {
 	 * New writes there are already held by clr_mdc_write_blocked().
 	 */
 	int (*drain)(void *arg, uint64_t lo, uint64_t hi);
-	/** METADATA_UPDATED: re-read member @dev_number's superblock and apply
-	 *  role changes (faulty, spare, active, removed) and events. */
+	/** METADATA_UPDATED: re-read member @dev_number's superblock (or any
+	 *  good member's, for CLR_MDC_ANY_DEV) and apply role changes (faulty,
+	 *  spare, active, removed) and events.  Also called after a member
+	 *  died (it may have written a failure it could not announce) and
+	 *  when a node joins. */
 	int (*reload_sb)(void *arg, uint32_t dev_number);
 	/** NEWDISK: find a device with device uuid @uuid on this node and hold
 	 *  it as a candidate for @dev_number.  0 found, -ENOENT not found. */
@@ -152,6 +155,8 @@ struct clr_mdc_host {
 };
 
 #define CLR_MDC_MAX_SLOTS 64
+/** reload_sb(): any good member will do. */
+#define CLR_MDC_ANY_DEV UINT32_MAX
 
 struct clr_mdc_config {
 	unsigned slot;          /**< our 0-based slot (< nodes) */
@@ -187,6 +192,7 @@ struct clr_mdc {
 	uint64_t slot_claims;     /* bitmap lock objects in use, per slot */
 	/* counters */
 	uint64_t msgs_sent, msgs_received;
+	uint64_t rx_seq[CLR_MDC_MAX_SLOTS]; /* messages received per sender */
 };
 
 /** Set up (no host calls). -EINVAL if slot >= nodes or nodes > 64. */
@@ -196,15 +202,21 @@ void clr_mdc_destroy(struct clr_mdc *m);
 
 /**
  * Join (md §3.3 steps 5-9), after the lockspace and broadcast channel are
- * open: take our bitmap lock PW (NOQUEUE: -EBUSY "slot already owned"),
- * no-new-dev CR, resync NL; then for every other slot j: PW NOQUEUE on
- * bitmap j: granted -> read slot j's bits, merge them into ours (j's bits
- * stay), release; busy -> CR with VALBLK to read j's LVB (window and
- * dirty extent), then release.  The host has loaded our own slot's bits
- * as NEEDED itself (single-node crash recovery); join reads them too and
- * announces the extent of our own plus merged bits with
- * TAKEOVER(our slot, lo, hi), so others read-first there and stop waiting
- * to take our slot over.  Calls want_resync() if anything is dirty.
+ * open: take our bitmap lock EX (NOQUEUE, polled while a survivor still
+ * takes over our previous incarnation's bits; -EBUSY after 30 s), read our
+ * own bits and down-convert to PW publishing a fresh LVB (so nobody reads
+ * the previous incarnation's window), no-new-dev CR, resync NL; then for
+ * every other slot j: PW NOQUEUE on bitmap j: granted -> read slot j's
+ * bits, merge them into ours (j's bits stay), release; busy -> CR with
+ * VALBLK to read j's LVB (window and dirty extent; ignored if a message
+ * from j arrived meanwhile: messages are newer), then release.  The host
+ * has loaded our own slot's bits as NEEDED itself (single-node crash
+ * recovery) and must write its in-memory bitmap to our slot after join (a
+ * survivor may have cleared bits it loaded before).  Join always ends
+ * with TAKEOVER(our slot, lo, hi) (hi == 0: clean): the others drop our
+ * slot from their takeover queue and any window of our previous
+ * incarnation, read-first in [lo, hi), and reload the superblock.  Calls
+ * want_resync() if anything is dirty.
  */
 int clr_mdc_join(struct clr_mdc *m);
 
@@ -232,7 +244,8 @@ bool clr_mdc_recovery_pending(struct clr_mdc *m);
  * owner came back).  With the lock: read its bits; if any: merge into ours
  * (durable), then clear its slot, then broadcast TAKEOVER(slot, lo, hi)
  * and want_resync(); release the lock.  Drops the slot's window and dirty
- * extent.  Returns when nothing is queued.  @return 0 or -errno (the slot
+ * extent, then reload_sb(CLR_MDC_ANY_DEV) (the dead node may have written
+ * a failure it could not announce).  Returns when nothing is queued.  @return 0 or -errno (the slot
  * stays queued; -ESHUTDOWN from the host).
  */
 int clr_mdc_recover(struct clr_mdc *m);
@@ -264,9 +277,11 @@ int clr_mdc_resync_end(struct clr_mdc *m, uint64_t dirty_lo, uint64_t dirty_hi);
  * extent becomes [dirty_lo, its dirty_hi), changed(), then drain() the
  * window.  TAKEOVER: the sender's dirty extent grows by [lo, hi); the
  * taken slot leaves our takeover queue, and (if not the sender's own)
- * its extent and window are dropped.
+ * its extent and window are dropped; the sender's own slot (a join): its
+ * extent becomes [lo, hi), its old window is dropped, reload_sb(ANY).
  * METADATA_UPDATED: re-take no-new-dev CR if dropped, reload_sb().
- * NEWDISK: find_disk(); found -> no-new-dev NL.  REMOVE / RE_ADD: the host
+ * NEWDISK: find_disk(); found -> no-new-dev NL, not found -> back to CR
+ * (a NEWDISK whose adder died may have left us at NL).  REMOVE / RE_ADD: the host
  * call.  BITMAP_NEEDS_SYNC: queue the sender's slot for takeover.
  * @return 0 or -errno (the message is refused, but still acked).
  */

@@ -519,6 +519,12 @@ static void test_metadata_newdisk(void **state)
 		init_node(c, i, (unsigned)i);
 		assert_int_equal(clr_mdc_join(&c->n[i].m), 0);
 	}
+	/* joins made the earlier nodes reload the superblock (node 0 twice) */
+	assert_int_equal(c->n[0].reloads, 2);
+	assert_int_equal(c->n[1].reloads, 1);
+	assert_int_equal(c->n[2].reloads, 0);
+	for (int i = 0; i < 3; i++)
+		c->n[i].reloads = 0;
 	assert_int_equal(clr_mdc_meta_begin(&c->n[0].m), 0);
 	assert_int_equal(clr_mdc_meta_end(&c->n[0].m, 1, true), 0);
 	assert_int_equal(c->n[1].reloads, 1);
@@ -537,6 +543,23 @@ static void test_metadata_newdisk(void **state)
 	assert_int_equal(clr_mdc_meta_begin(&c->n[0].m), 0);
 	assert_int_equal(clr_mdc_newdisk(&c->n[0].m, uuid, 6), -ENOENT);
 	assert_int_equal(clr_mdc_meta_end(&c->n[0].m, 1, true), 0);
+	/* an adder that dies after NEWDISK leaves finders at NL: a later
+	 * NEWDISK that one of them cannot find must still be refused */
+	assert_int_equal(clr_mdc_meta_begin(&c->n[0].m), 0);
+	c->n[2].has_disk = true;
+	assert_int_equal(clr_mdc_newdisk(&c->n[0].m, uuid, 7), 0); /* all at NL now */
+	c->n[0].alive = false;            /* dies before METADATA_UPDATED */
+	clr_lt_remove_owner(c->lt, c->n[0].owner, true, emit, c);
+	clr_mdc_on_member_failed(&c->n[1].m, 0);
+	clr_mdc_on_member_failed(&c->n[2].m, 0);
+	c->n[2].has_disk = false;
+	assert_int_equal(clr_mdc_meta_begin(&c->n[1].m), 0);
+	assert_int_equal(clr_mdc_newdisk(&c->n[1].m, uuid, 7), -ENOENT);
+	assert_int_equal(clr_mdc_meta_end(&c->n[1].m, 0, true), 0);
+	c->n[0].alive = true;             /* node 0 comes back in slot 0 */
+	init_node(c, 0, 0);
+	c->n[0].owner += 1000;
+	assert_int_equal(clr_mdc_join(&c->n[0].m), 0);
 	/* and after the METADATA_UPDATED everyone is back at CR: a new add
 	 * where all find it works again */
 	c->n[2].has_disk = true;
