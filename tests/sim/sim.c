@@ -82,6 +82,11 @@ struct opts {
 	bool drain_legs; /* drain waits for legs only (md's quiesce) */
 	bool no_faults;
 	bool trust_loaded; /* loaded own bits count as on disk */
+	bool no_start_sb;  /* no superblock update when a node starts */
+	bool wa_join_announce; /* workaround: clean join sends TAKEOVER too */
+	bool wa_reload;        /* workaround: re-read the sb after a death */
+	bool wa_join_lvb;      /* workaround: hold j's messages while join
+				* reads j's LVB */
 };
 
 struct counters {
@@ -127,6 +132,8 @@ struct node {
 	struct clr_mdc mdc;
 	bool mdc_init;
 	bool in_sync[MAXD]; /* this node's view of the roles */
+	int failing[MAXD];  /* 1: our metadata update for it in progress */
+	int lvb_reading;    /* join reads this slot's LVB (workaround), -1 */
 	/* bitmap model */
 	int pending[NCHUNK];
 	bool dirty[NCHUNK], ondisk[NCHUNK], needed[NCHUNK];
@@ -605,6 +612,9 @@ static int sim_lock(struct node *n, const char *res, int mode, unsigned flags,
 	      flags & CLR_LOCK_F_VALBLK ? " VALBLK" : "");
 	l->busy = true;
 	l->has_lvb = false;
+	if (S.o.wa_join_lvb && !n->joined && mode == CLR_LOCK_CR &&
+	    (flags & CLR_LOCK_F_VALBLK) && !strncmp(res, "bitmap", 6))
+		n->lvb_reading = atoi(res + 6);
 	if (l->mode == CLR_LOCK_IV)
 		clr_lt_request(S.lt, n->inc, l->lkid, res, strlen(res), mode, flags,
 			       lt_emit, NULL);
@@ -638,6 +648,13 @@ static int h_unlock(void *arg, const char *res)
 	clr_lt_unlock(S.lt, n->inc, l->lkid, 0, NULL, lt_emit, NULL);
 	while (l->busy)
 		co_wait(l, l->name);
+	/* join applies the LVB right after this returns, before it calls
+	 * the host again: messages of that slot may go on after that */
+	if (n->lvb_reading >= 0 && !strncmp(res, "bitmap", 6) &&
+	    atoi(res + 6) == n->lvb_reading) {
+		n->lvb_reading = -1;
+		wake_node(n);
+	}
 	return l->status;
 }
 
@@ -658,7 +675,8 @@ static void recv_co(void *arg)
 	int r;
 
 	/* receiving starts with the join (its TAKEOVER needs the token) */
-	while (!n->mdc_init || n->recv_serving != ra->ticket)
+	while (!n->mdc_init || n->recv_serving != ra->ticket ||
+	       (n->lvb_reading >= 0 && n->lvb_reading == ra->raw.sender_slot - 1))
 		co_wait(&n->chg, "receive turn");
 	clr_mdc_msg_decode(&ra->raw, &m);
 	trace("n%d receive %s from slot %d lo %" PRIu64 " hi %" PRIu64,
@@ -749,6 +767,7 @@ static void flush_own(struct node *n)
 {
 	struct io *ios[MAXD] = { 0 };
 
+	trace("n%d bitmap flush", n->idx);
 	for (int d = 0; d < (int)S.o.devices; d++)
 		if (n->in_sync[d])
 			ios[d] = io_submit(n, d, IO_BM_OWN, 0, 0);
@@ -789,8 +808,13 @@ static void fail_device(struct node *n, int dev, const char *why)
 	int r;
 	bool changed = false;
 
+	/* Another coroutine of ours is announcing it: the caller must not
+	 * go on (ack) before the cluster knows. */
+	while (n->failing[dev])
+		co_wait(&n->chg, "device failure being announced");
 	if (!n->in_sync[dev])
 		return;
+	n->failing[dev] = 1;
 	trace("n%d failing dev%d (%s)", n->idx, dev, why);
 	r = clr_mdc_meta_begin(&n->mdc);
 	if (r < 0)
@@ -821,6 +845,8 @@ static void fail_device(struct node *n, int dev, const char *why)
 		if (r < 0)
 			trace("n%d meta_end: %d", n->idx, r);
 	}
+	n->failing[dev] = 0;
+	wake_node(n);
 }
 
 static int h_bitmap_read(void *arg, unsigned slot, uint8_t *bits, size_t nbytes)
@@ -986,6 +1012,7 @@ static int h_remote_readd(void *arg, uint32_t dev)
 
 static int h_pause(void *arg, unsigned ms)
 {
+	co_cur->why = "mdc pause (polling)";
 	co_sleep(1 + ms / 10 + rndn(3));
 	return 0;
 }
@@ -1118,6 +1145,7 @@ static void client_write(struct node *n, unsigned b0, unsigned nb)
 				fail("(d) n%d client leg b%u while node %d resyncs it",
 				     n->idx, b, S.rs_active[b] - 1);
 		legs[d] = io_submit(n, d, IO_WRITE, b0, nb);
+		trace("n%d leg dev%d b%u+%u due %" PRIu64, n->idx, d, b0, nb, legs[d]->due);
 		for (unsigned i = 0; i < nb; i++)
 			legs[d]->val[i] = v;
 	}
@@ -1445,6 +1473,12 @@ static void recovery_co(void *arg)
 
 		while (!clr_mdc_recovery_pending(&n->mdc))
 			co_wait_idle(&n->chg, "recovery: idle");
+		if (S.o.wa_reload) {
+			/* the dead node may have written a role change it never
+			 * announced (died between sb write and METADATA_UPDATED) */
+			co_yield();
+			apply_sb(n);
+		}
 		struct clr_mdc_stats st0, st1;
 
 		clr_mdc_stats(&n->mdc, &st0);
@@ -1470,6 +1504,7 @@ static void node_fresh(struct node *n)
 	n->idx = idx;
 	n->slot = slot;
 	n->resync_chunk = -1;
+	n->lvb_reading = -1;
 	n->inc = ++S.next_inc;
 	for (int d = 0; d < (int)S.o.devices; d++)
 		n->in_sync[d] = !S.sb.faulty[d];
@@ -1657,6 +1692,24 @@ static void join_co(void *arg)
 			}
 		}
 		return;
+	}
+	if (S.o.wa_join_announce) {
+		/* A survivor may have our previous incarnation's slot queued
+		 * for takeover; clr_mdc_join() announces TAKEOVER(own slot)
+		 * only when something is dirty, so announce it here too. */
+		struct clr_mdc_msg m = { .type = CLR_MDC_TAKEOVER, .slot = n->slot };
+
+		h_send(n, &m, NULL);
+	}
+	/* md's do_md_run: the array goes active with a superblock write
+	 * through the clustered path (METADATA_UPDATED), which also tells
+	 * the others about a role change a dead writer never announced. */
+	if (!S.o.no_start_sb) {
+		r = clr_mdc_meta_begin(&n->mdc);
+		co_yield();
+		apply_sb(n);
+		if (r == 0)
+			clr_mdc_meta_end(&n->mdc, (uint32_t)good_dev(), true);
 	}
 	n->joined = true;
 	wake_node(n);
@@ -1878,7 +1931,9 @@ static void report_stuck(void)
 	for (size_t i = 0; i < S.ncos; i++) {
 		struct co *c = S.cos[i];
 
-		if (!c || c->st != CO_WAITING || c->idle)
+		if (!c || (c->st != CO_WAITING && c->st != CO_SLEEPING) || c->idle)
+			continue;
+		if (c->st == CO_SLEEPING && (!c->why || strcmp(c->why, "mdc pause (polling)")))
 			continue;
 		trace("STUCK %s: %s", c->name, c->why ? c->why : "?");
 		if (len < sizeof(buf) - 60)
@@ -2088,7 +2143,9 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: sim [--seeds A-B | --seed S] [--nodes N] [--devices M]\n"
 		"           [--steps K] [--inject-bug NAME] [--drain-legs]\n"
-		"           [--trust-loaded-bits] [--no-faults]\n"
+		"           [--trust-loaded-bits] [--no-start-sb] [--no-faults]\n"
+		"           [--workaround join-announce|reload-after-death|\n"
+		"                         join-lvb-order]\n"
 		"           [--replay-check] [--expect-fail] [-v]\n"
 		"bugs:");
 	for (int i = 1; i < BUG_NCOUNT; i++)
@@ -2141,6 +2198,18 @@ int main(int argc, char **argv)
 			o.bug = (enum bug)k;
 		} else if (!strcmp(s, "--drain-legs")) {
 			o.drain_legs = true;
+		} else if (!strcmp(s, "--workaround") && v) {
+			if (!strcmp(v, "join-announce"))
+				o.wa_join_announce = true;
+			else if (!strcmp(v, "reload-after-death"))
+				o.wa_reload = true;
+			else if (!strcmp(v, "join-lvb-order"))
+				o.wa_join_lvb = true;
+			else
+				usage();
+			i++;
+		} else if (!strcmp(s, "--no-start-sb")) {
+			o.no_start_sb = true;
 		} else if (!strcmp(s, "--trust-loaded-bits")) {
 			o.trust_loaded = true;
 		} else if (!strcmp(s, "--no-faults")) {
@@ -2165,6 +2234,14 @@ int main(int argc, char **argv)
 		ADDOPT(" --drain-legs");
 	if (o.no_faults)
 		ADDOPT(" --no-faults");
+	if (o.no_start_sb)
+		ADDOPT(" --no-start-sb");
+	if (o.wa_join_announce)
+		ADDOPT(" --workaround join-announce");
+	if (o.wa_reload)
+		ADDOPT(" --workaround reload-after-death");
+	if (o.wa_join_lvb)
+		ADDOPT(" --workaround join-lvb-order");
 	if (o.trust_loaded)
 		ADDOPT(" --trust-loaded-bits");
 
