@@ -85,8 +85,10 @@ struct opts {
 	bool no_start_sb;  /* no superblock update when a node starts */
 	bool wa_join_announce; /* workaround: clean join sends TAKEOVER too */
 	bool wa_reload;        /* workaround: re-read the sb after a death */
+	bool no_write_behind;  /* stop writing a device others failed at once */
 	bool no_write_retry;   /* a write waits for its device failure to be
 				* announced while in flight (deadlock-prone) */
+	bool wa_lvb_zero;      /* workaround: an LVB not valid reads as 0 */
 	bool wa_join_lvb;      /* workaround: hold j's messages while join
 				* reads j's LVB */
 };
@@ -135,6 +137,7 @@ struct node {
 	bool mdc_init;
 	bool in_sync[MAXD]; /* this node's view of the roles */
 	int failing[MAXD];  /* 1: our metadata update for it in progress */
+	bool write_behind[MAXD]; /* faulty, still written (errors ignored) */
 	int lvb_reading;    /* join reads this slot's LVB (workaround), -1 */
 	bool sending;       /* md's send-lock bit: one broadcast per node */
 	/* bitmap model */
@@ -565,6 +568,11 @@ static void lt_emit(void *arg, const struct clr_lt_effect *e)
 				l->has_lvb = e->has_lvb;
 				if (e->has_lvb)
 					memcpy(l->lvb, e->lvb, sizeof(l->lvb));
+				/* the host API has no VALNOTVALID: a dead PW
+				 * holder's stale LVB reaches the core as is */
+				if (e->has_lvb && S.o.wa_lvb_zero &&
+				    (e->sb_flags & CLR_LOCK_SB_VALNOTVALID))
+					memset(l->lvb, 0, sizeof(l->lvb));
 				break;
 			case CLR_LT_FAILED:
 			case CLR_LT_CANCELED:
@@ -816,12 +824,22 @@ static void flush_own(struct node *n)
 	}
 }
 
+/*
+ * Apply the superblock's roles to this node's view.  A device another node
+ * failed is no longer read from, but our client writes keep going to it,
+ * errors ignored ("write-behind"): some node may not have processed the
+ * same METADATA_UPDATED yet and still read it (--no-write-behind shows
+ * the stale read).  The node that fails a device holds its own acks until
+ * the announcement is done (see client_write).
+ */
 static void apply_sb(struct node *n)
 {
 	for (int d = 0; d < (int)S.o.devices; d++)
 		if (S.sb.faulty[d] && n->in_sync[d]) {
 			n->in_sync[d] = false;
-			trace("n%d sees dev%d faulty", n->idx, d);
+			n->write_behind[d] = !n->failing[d] && !S.o.no_write_behind;
+			trace("n%d sees dev%d faulty%s", n->idx, d,
+			      n->write_behind[d] ? " (writes continue)" : "");
 		}
 	wake_node(n);
 }
@@ -1180,10 +1198,10 @@ again:
 	if (!anyfail) {
 		/* issue the legs */
 		for (int d = 0; d < (int)S.o.devices; d++) {
-			if (!n->in_sync[d])
+			if (!n->in_sync[d] && !n->write_behind[d])
 				continue;
 			for (unsigned c = c0; c <= c1; c++)
-				if (!S.d[d].bm[n->slot][c])
+				if (n->in_sync[d] && !S.d[d].bm[n->slot][c])
 					fail("(c) n%d leg to dev%d b%u+%u issued before bit of"
 					     " chunk %u is on disk in slot %u", n->idx, d, b0,
 					     nb, c, n->slot);
@@ -1206,7 +1224,7 @@ again:
 			if (!legs[d])
 				continue;
 			io_wait(legs[d]);
-			if (!legs[d]->ok)
+			if (!legs[d]->ok && n->in_sync[d])
 				failed[d] = anyfail = true;
 			free(legs[d]);
 		}
@@ -1234,6 +1252,22 @@ again:
 				goto again;
 			}
 		}
+	}
+	/* A failure of ours still being announced: the legs skipped that
+	 * device, and a node that has not heard yet may read it.  Park and
+	 * retry once it is announced. */
+	for (int d = 0; d < (int)S.o.devices; d++) {
+		if (!n->failing[d] || S.o.no_write_retry)
+			continue;
+		for (unsigned c = c0; c <= c1; c++) {
+			n->pending[c]--;
+			n->last_write[c] = S.now;
+		}
+		wr_unregister(n, w);
+		while (n->failing[d])
+			co_wait(&n->chg, "device failure being announced");
+		trace("n%d write b%u+%u retried after announcement", n->idx, b0, nb);
+		goto again;
 	}
 	/* ack: (a) */
 	for (int d = 0; d < (int)S.o.devices; d++) {
@@ -2222,9 +2256,9 @@ static void usage(void)
 		"usage: sim [--seeds A-B | --seed S] [--nodes N] [--devices M]\n"
 		"           [--steps K] [--inject-bug NAME] [--drain-legs]\n"
 		"           [--trust-loaded-bits] [--no-start-sb] [--no-faults]\n"
-		"           [--no-write-retry]\n"
+		"           [--no-write-retry] [--no-write-behind]\n"
 		"           [--workaround join-announce|reload-after-death|\n"
-		"                         join-lvb-order]\n"
+		"                         join-lvb-order|lvb-invalid-zero|all]\n"
 		"           [--replay-check] [--expect-fail] [-v]\n"
 		"bugs:");
 	for (int i = 1; i < BUG_NCOUNT; i++)
@@ -2284,9 +2318,16 @@ int main(int argc, char **argv)
 				o.wa_reload = true;
 			else if (!strcmp(v, "join-lvb-order"))
 				o.wa_join_lvb = true;
+			else if (!strcmp(v, "lvb-invalid-zero"))
+				o.wa_lvb_zero = true;
+			else if (!strcmp(v, "all"))
+				o.wa_join_announce = o.wa_reload = o.wa_join_lvb =
+					o.wa_lvb_zero = true;
 			else
 				usage();
 			i++;
+		} else if (!strcmp(s, "--no-write-behind")) {
+			o.no_write_behind = true;
 		} else if (!strcmp(s, "--no-write-retry")) {
 			o.no_write_retry = true;
 		} else if (!strcmp(s, "--no-start-sb")) {
@@ -2319,12 +2360,20 @@ int main(int argc, char **argv)
 		ADDOPT(" --no-start-sb");
 	if (o.no_write_retry)
 		ADDOPT(" --no-write-retry");
+	if (o.no_write_behind)
+		ADDOPT(" --no-write-behind");
+	if (o.wa_join_announce && o.wa_reload && o.wa_join_lvb && o.wa_lvb_zero) {
+		ADDOPT(" --workaround all");
+	} else {
 	if (o.wa_join_announce)
 		ADDOPT(" --workaround join-announce");
 	if (o.wa_reload)
 		ADDOPT(" --workaround reload-after-death");
 	if (o.wa_join_lvb)
 		ADDOPT(" --workaround join-lvb-order");
+	if (o.wa_lvb_zero)
+		ADDOPT(" --workaround lvb-invalid-zero");
+	}
 	if (o.trust_loaded)
 		ADDOPT(" --trust-loaded-bits");
 
