@@ -160,6 +160,7 @@ enum io_kind { IO_WRITE, IO_READ, IO_BM_OWN, IO_BM_CLEAR, IO_RS_READ, IO_RS_WRIT
 
 struct io {
 	struct io *next;
+	struct io *anext, *aprev; /* every live io (freed at reset) */
 	int node;
 	uint64_t inc;
 	int dev;
@@ -223,6 +224,8 @@ struct sim {
 	struct co **cos;
 	size_t ncos, capcos;
 	struct io *ios;     /* pending I/O */
+	struct io *all_ios; /* every allocated io: a dead coroutine's are
+			     * freed at reset */
 	struct bc *bcs;
 	struct fault f[MAXFAULTS];
 	unsigned nf;
@@ -434,6 +437,17 @@ static void reopen_after_dev_failure(void)
 /* ------------------------------------------------------------------ */
 /* I/O                                                                 */
 
+static void io_free(struct io *io)
+{
+	if (io->aprev)
+		io->aprev->anext = io->anext;
+	else
+		S.all_ios = io->anext;
+	if (io->anext)
+		io->anext->aprev = io->aprev;
+	free(io);
+}
+
 static struct io *io_submit(struct node *n, int dev, enum io_kind kind,
 			    unsigned b0, unsigned nb)
 {
@@ -441,6 +455,10 @@ static struct io *io_submit(struct node *n, int dev, enum io_kind kind,
 
 	if (!io)
 		abort();
+	io->anext = S.all_ios;
+	if (S.all_ios)
+		S.all_ios->aprev = io;
+	S.all_ios = io;
 	io->node = n->idx;
 	io->inc = n->inc;
 	io->dev = dev;
@@ -528,7 +546,7 @@ static void io_complete_due(void)
 		io->next = NULL;
 		io_apply(io);
 		if (io->orphan)
-			free(io);
+			io_free(io);
 		else if (io->waiter && io->waiter->st == CO_WAITING &&
 			 io->waiter->chan == io)
 			io->waiter->st = CO_RUNNABLE;
@@ -798,7 +816,7 @@ static bool flush_own_failed(struct node *n, bool *failed)
 		io_wait(ios[d]);
 		if (!ios[d]->ok)
 			failed[d] = any = true;
-		free(ios[d]);
+		io_free(ios[d]);
 	}
 	return any;
 }
@@ -818,7 +836,7 @@ static void flush_own(struct node *n)
 		io_wait(ios[d]);
 		bool ok = ios[d]->ok;
 
-		free(ios[d]);
+		io_free(ios[d]);
 		if (!ok)
 			fail_device(n, d, "bitmap write");
 	}
@@ -916,7 +934,7 @@ static int h_bitmap_read(void *arg, unsigned slot, uint8_t *bits, size_t nbytes)
 		io->nb = 0;
 		io_wait(io);
 		ok = io->ok;
-		free(io);
+		io_free(io);
 		if (!ok) {
 			fail_device(n, d, "bitmap read");
 			continue;
@@ -968,7 +986,7 @@ static int h_bitmap_clear(void *arg, unsigned slot)
 		io_wait(ios[d]);
 		bool ok = ios[d]->ok;
 
-		free(ios[d]);
+		io_free(ios[d]);
 		if (!ok)
 			fail_device(n, d, "bitmap clear");
 	}
@@ -1189,7 +1207,11 @@ again:
 		if (!n->ondisk[c])
 			needflush = true;
 	}
-	if (needflush && S.o.bug != BUG_BITMAP_AFTER_DATA) {
+	if (needflush && S.o.bug != BUG_BITMAP_AFTER_DATA && S.o.no_write_retry) {
+		flush_own(n); /* announces failures while in flight */
+		for (unsigned c = c0; c <= c1; c++)
+			n->ondisk[c] = true;
+	} else if (needflush && S.o.bug != BUG_BITMAP_AFTER_DATA) {
 		anyfail = flush_own_failed(n, failed);
 		if (!anyfail)
 			for (unsigned c = c0; c <= c1; c++)
@@ -1226,7 +1248,7 @@ again:
 			io_wait(legs[d]);
 			if (!legs[d]->ok && n->in_sync[d])
 				failed[d] = anyfail = true;
-			free(legs[d]);
+			io_free(legs[d]);
 		}
 	}
 	w->legs_done = true;
@@ -1331,7 +1353,7 @@ static void client_read(struct node *n, unsigned b0, unsigned nb)
 		io_wait(io);
 		ok = io->ok;
 		if (!ok) {
-			free(io);
+			io_free(io);
 			fail_device(n, d, "read");
 			continue;
 		}
@@ -1339,7 +1361,7 @@ static void client_read(struct node *n, unsigned b0, unsigned nb)
 		      first ? " (first)" : "");
 		for (unsigned i = 0; i < nb; i++)
 			check_read(n, b0 + i, io->val[i], d, "read");
-		free(io);
+		io_free(io);
 		return;
 	}
 }
@@ -1460,7 +1482,7 @@ static void resync_chunk(struct node *n, unsigned c)
 		io_wait(rd);
 		ok = rd->ok;
 		if (!ok) {
-			free(rd);
+			io_free(rd);
 			for (unsigned b = b0; b < b0 + CHUNK_BLKS; b++)
 				S.rs_active[b] = 0;
 			fail_device(n, src, "resync read");
@@ -1469,7 +1491,7 @@ static void resync_chunk(struct node *n, unsigned c)
 		if (!n->in_sync[src] && S.o.bug != BUG_RESYNC_ANY_SOURCE) {
 			/* it failed while we read it: what we read may miss a
 			 * write the failing node then retried elsewhere */
-			free(rd);
+			io_free(rd);
 			for (unsigned b = b0; b < b0 + CHUNK_BLKS; b++)
 				S.rs_active[b] = 0;
 			trace("n%d resync source dev%d failed meanwhile: again", n->idx, src);
@@ -1487,13 +1509,13 @@ static void resync_chunk(struct node *n, unsigned c)
 			wr[d] = io_submit(n, d, IO_RS_WRITE, b0, CHUNK_BLKS);
 			memcpy(wr[d]->val, rd->val, sizeof(rd->val));
 		}
-		free(rd);
+		io_free(rd);
 		for (int d = 0; d < (int)S.o.devices; d++) {
 			if (!wr[d])
 				continue;
 			io_wait(wr[d]);
 			ok = wr[d]->ok;
-			free(wr[d]);
+			io_free(wr[d]);
 			if (!ok)
 				fail_device(n, d, "resync write");
 		}
@@ -1664,7 +1686,7 @@ static void drop_node_io(struct node *n)
 			trace("dead n%d io dev%d kind %d lands", n->idx, io->dev, io->kind);
 			io_apply(io);
 		}
-		free(io);
+		io_free(io);
 	}
 }
 
@@ -1728,7 +1750,7 @@ static void load_own_bits(struct node *n)
 		io = io_submit(n, d, IO_READ, 0, 0);
 		io_wait(io);
 		ok = io->ok;
-		free(io);
+		io_free(io);
 		if (!ok) {
 			fail_device(n, d, "bitmap read at start");
 			continue;
@@ -2198,12 +2220,9 @@ static void sim_reset(const struct opts *o, uint64_t seed)
 	for (size_t i = 0; i < S.ncos; i++)
 		co_free(S.cos[i]);
 	free(S.cos);
-	while (S.ios) {
-		struct io *io = S.ios;
-
-		S.ios = io->next;
-		free(io);
-	}
+	while (S.all_ios)
+		io_free(S.all_ios);
+	S.ios = NULL;
 	while (S.bcs) {
 		struct bc *bc = S.bcs;
 
