@@ -1,0 +1,24 @@
+#!/bin/sh
+# make check: the cluster simulator over several configurations, plus a
+# determinism check (two runs of a seed give the same trace digest).
+#
+# --workaround all: host-side workarounds for protocol-core findings that
+# are still open (see tests/sim/README); drop each once mdc.c is fixed.
+# SIM_SEEDS scales the run (seeds per configuration, default 600).
+set -e
+sim="${top_builddir:-.}/tests/sim/sim"
+n="${SIM_SEEDS:-600}"
+wa="--workaround all"
+total=0
+start=$(date +%s)
+for cfg in "--nodes 2 --devices 2" "--nodes 3 --devices 2" \
+	   "--nodes 3 --devices 3" "--nodes 4 --devices 4"; do
+	# shellcheck disable=SC2086
+	out=$("$sim" --seeds 1-"$n" $cfg $wa) || { echo "$out"; exit 1; }
+	echo "[$cfg] $out"
+	total=$((total + n))
+done
+# shellcheck disable=SC2086
+"$sim" --seeds 1-50 --nodes 3 --devices 3 $wa --replay-check >/dev/null
+echo "determinism: seeds 1-50 replayed with identical trace digests"
+echo "total: $total seeds, 0 failures ($(( $(date +%s) - start )) s)"

@@ -1,0 +1,9 @@
+#!/bin/sh
+# make check: the simulator's checker can fail.  Each --inject-bug breaks
+# one rule in the simulator's own model; some seed in 1-500 must catch it.
+set -e
+sim="${top_builddir:-.}/tests/sim/sim"
+for bug in bitmap-after-data balance-in-recovery no-drain ignore-window \
+	   ack-before-fail clear-pending resync-any-source; do
+	"$sim" --seeds 1-500 --workaround all --inject-bug="$bug" --expect-fail
+done
