@@ -44,13 +44,19 @@ enum {
      *  chunks written while the member was out. For measuring what the
      *  bitmap costs (tests/bench), and for arrays that prefer that trade. */
     CLR_ARRAY_BITMAP_ALL_DIRTY = 1u << 2,
+    /** Run the cluster protocol on the in-process "local" lock backend:
+     *  every array of the same UUID opened in this process is a node of
+     *  one cluster (tests). Without it, lock "local" is single-node. */
+    CLR_ARRAY_CLUSTER_LOCAL = 1u << 3,
 };
 
 struct clr_array_config {
     const char *name;               /**< the array's name (run files, logs) */
     const char *const *devices;     /**< member paths, any order; spares too */
     unsigned ndevices;
-    const char *lock;               /**< lock backend: "local" (default) */
+    /** lock backend: "local" (default: single node, slot 0, no cluster
+     *  protocol), "cpg" or "dlm" (cluster: RAID1/10 near layouts only) */
+    const char *lock;
     unsigned flags;
     uint32_t stripe_cache_kib;      /**< RAID5/6 stripe cache bound; 0 = default */
     uint32_t sync_speed_min_kib;    /**< per second; 0 = default (md: 1000) */
@@ -137,6 +143,10 @@ int clr_array_zero(struct clr_array *a, uint32_t count, uint64_t offset, unsigne
  *   last_resync: { bytes }, last_check: { mismatches },
  *   bitmap: { dirty_chunks, chunk_bytes, slot },
  *   frozen: { blocked_requests } or null,
+ *   cluster: { backend, slot, members, recovered_slots, recovering,
+ *              read_balancing, remote_window: { from, lo_bytes, hi_bytes }
+ *              or null, last_takeover: { slot, dirty_chunks, bytes } or
+ *              null, messages_sent, messages_received },
  *   counters: { reads, writes, bitmap_flushes, lock_ops, messages }
  */
 json_object *clr_array_status_json(struct clr_array *a);
@@ -176,6 +186,11 @@ int clr_array_wait_sync_idle(struct clr_array *a, unsigned timeout_ms);
 /** Changes the sync speed limits (KiB/s, md's sync_speed_min/max) while
  *  running; 0 keeps a value. Takes effect at the next sync unit. */
 void clr_array_set_sync_speed(struct clr_array *a, uint32_t min_kib, uint32_t max_kib);
+
+/** Test hook: stops as if the process had been killed: the lockspace
+ *  dies first (the other nodes see the member fail), threads stop, and
+ *  nothing more is written (the bitmap stays dirty). Then free it. */
+int clr_array_crash(struct clr_array *a);
 
 /** Sleeps until the array is frozen with at least @min_blocked requests
  *  blocked, at most @timeout_ms. Returns 0 or -ETIMEDOUT. */

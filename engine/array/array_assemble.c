@@ -331,9 +331,9 @@ int clr_array_assemble(const struct clr_array_config *cfg, struct clr_array **ou
     if (cfg->ndevices > ARR_MAX_MEMBERS)
         return clr_err_set(e, -E2BIG, "too many devices (%u, at most %u)", cfg->ndevices,
                            ARR_MAX_MEMBERS);
-    if (cfg->lock && strcmp(cfg->lock, "local") != 0)
-        return clr_err_set(e, -EOPNOTSUPP, "lock backend '%s' is not supported by the single-node engine: use 'local'",
-                           cfg->lock);
+    if (cfg->lock && strcmp(cfg->lock, "local") != 0 && strcmp(cfg->lock, "cpg") != 0 &&
+        strcmp(cfg->lock, "dlm") != 0)
+        return clr_err_set(e, -EINVAL, "lock backend '%s' is unknown: use local, cpg or dlm", cfg->lock);
     p = calloc(cfg->ndevices, sizeof *p);
     a = calloc(1, sizeof *a);
     if (!p || !a) {
@@ -345,7 +345,13 @@ int clr_array_assemble(const struct clr_array_config *cfg, struct clr_array **ou
         rc = clr_err_set(e, -ENOMEM, "out of memory");
         goto fail;
     }
-    a->slot = 0;        /* the cluster layer will pick it from the lock service */
+    a->lock_backend = strdup(cfg->lock ? cfg->lock : "local");
+    if (!a->lock_backend) {
+        rc = clr_err_set(e, -ENOMEM, "out of memory");
+        goto fail;
+    }
+    a->cluster = strcmp(a->lock_backend, "local") != 0 || (cfg->flags & CLR_ARRAY_CLUSTER_LOCAL);
+    a->slot = 0;        /* cluster: the lock service gives it at run */
     for (unsigned i = 0; i < cfg->ndevices; i++) {
         p[i].path = cfg->devices[i];
         rc = probe_member(&p[i], a->slot, e);
@@ -362,6 +368,8 @@ int clr_array_assemble(const struct clr_array_config *cfg, struct clr_array **ou
     a->speed_min_kib = cfg->sync_speed_min_kib ? cfg->sync_speed_min_kib : 1000;
     a->speed_max_kib = cfg->sync_speed_max_kib ? cfg->sync_speed_max_kib : 200000;
     rc = build(a, p, cfg->ndevices, f, e);
+    if (rc == 0)
+        rc = clr_arr_cl_check_config(a, e);
     if (rc)
         goto fail;
     a->bitmap_sleep_ms = cfg->bitmap_sleep_ms ? cfg->bitmap_sleep_ms
@@ -407,6 +415,7 @@ fail:
             free(a->mem[i]);
         }
         clr_bmc_free(&a->bmc);
+        free(a->lock_backend);
         free(a->name);
         free(a);
     }
@@ -430,6 +439,8 @@ void clr_array_free(struct clr_array *a)
     pthread_mutex_destroy(&a->mgmt_lock);
     pthread_mutex_destroy(&a->bm_lock);
     pthread_cond_destroy(&a->bm_cond);
+    clr_arr_cl_free(a);
+    free(a->lock_backend);
     free(a->name);
     free(a);
 }

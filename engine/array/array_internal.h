@@ -17,6 +17,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <json-c/json.h>
+
 #include "array/array.h"
 #include "format/md_bitmap.h"
 #include "format/md_sb.h"
@@ -43,6 +45,8 @@ struct arr_member {
     enum arr_mstate state;
     uint64_t recovery_offset;       /* device sectors, REBUILDING */
     bool bitmap_recovery;           /* re-add: only NEEDED chunks */
+    bool remote_rebuild;            /* REBUILDING driven by another node:
+                                     * written, never read, not recovered here */
     uint64_t faulty_gen;            /* state_gen that recorded the failure */
     struct clr_io_dev *io;
 };
@@ -157,6 +161,7 @@ struct clr_array {
     enum arr_action action;
     enum arr_action requested;      /* check/repair asked for */
     bool resync_pending;
+    unsigned sync_hold;             /* >0: no new action starts (cluster re-add) */
     bool sync_abort;
     uint64_t sync_pos, sync_total;  /* sectors */
     uint64_t sync_start_ns, sync_done_sectors;
@@ -168,6 +173,12 @@ struct clr_array {
     atomic_uint_fast64_t last_client_ns;
 
     struct clr_io_ctx *ctx;
+
+    /* cluster (array_cluster.c): NULL in plain single-node mode */
+    char *lock_backend;             /* "local", "cpg", "dlm" */
+    bool cluster;                   /* run the md-cluster protocol */
+    bool crashed;                   /* test crash: write nothing more */
+    struct arr_cluster *cl;
 };
 
 /* array_meta.c */
@@ -200,6 +211,42 @@ static inline uint64_t arr_dev_off(const struct arr_member *m, uint64_t dsec)
 {
     return (m->sb.data_offset + dsec) * ARR_SECTOR;
 }
+
+/* array_cluster.c: the cluster host (no-ops when a->cl is NULL) */
+int clr_arr_cl_check_config(const struct clr_array *a, struct clr_err *e);
+int clr_arr_cl_start(struct clr_array *a, struct clr_err *e);
+void clr_arr_cl_stop_threads(struct clr_array *a);
+bool clr_arr_cl_alone(struct clr_array *a);
+void clr_arr_cl_leave(struct clr_array *a, bool unclean);
+void clr_arr_cl_crash(struct clr_array *a);
+void clr_arr_cl_crash_finish(struct clr_array *a);
+void clr_arr_cl_free(struct clr_array *a);
+/* data path */
+uint64_t clr_arr_cl_gen(struct clr_array *a);
+void clr_arr_cl_wait(struct clr_array *a, uint64_t gen, unsigned ms);
+bool clr_arr_cl_write_blocked(struct clr_array *a, uint64_t lo, uint64_t hi);
+bool clr_arr_cl_read_first(struct clr_array *a, uint64_t lo, uint64_t hi);
+/* superblocks: begin takes `metadata` and reloads the superblock from disk;
+ * end broadcasts METADATA_UPDATED (if @sent) and releases */
+int clr_arr_cl_meta_begin(struct clr_array *a);
+void clr_arr_cl_meta_end(struct clr_array *a, bool send);
+bool clr_arr_cl_meta_held(void);
+/* sync thread */
+int clr_arr_cl_resync_begin(struct clr_array *a, uint64_t lo, uint64_t hi);
+int clr_arr_cl_resync_window(struct clr_array *a, uint64_t lo, uint64_t hi, uint64_t end);
+void clr_arr_cl_resync_end(struct clr_array *a);
+bool clr_arr_needed_extent(struct clr_array *a, uint64_t *lo, uint64_t *hi);
+/* management */
+int clr_arr_cl_send_remove(struct clr_array *a, uint32_t dev_number);
+int clr_arr_cl_readd(struct clr_array *a, uint32_t dev_number);
+int clr_arr_cl_newdisk(struct clr_array *a, const uint8_t uuid[16], uint32_t dev_number);
+void clr_arr_cl_status(struct clr_array *a, json_object *o, uint64_t *lock_ops,
+                       uint64_t *messages);
+/* failures inside a range-locked section are written after it (cluster) */
+void clr_arr_defer_begin(struct clr_array *a);
+int clr_arr_defer_end(struct clr_array *a);
+bool clr_arr_mark_faulty_remote_locked(struct clr_array *a, struct arr_member *m);
+void clr_arr_take_spare_locked(struct clr_array *a, int role);
 
 /* array_sync.c */
 void *clr_arr_sync_main(void *arg);

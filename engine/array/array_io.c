@@ -148,7 +148,7 @@ static int mirror_read(struct clr_array *a, uint8_t *buf, uint64_t ls, uint64_t 
             return is_frozen(a) ? -EAGAIN : -EIO;
         /* Hashed round robin: a plain counter aliases with RAID10's
          * alternating copy sets and would starve one leg. */
-        start = region_needed(a, ls, k) ? 0
+        start = region_needed(a, ls, k) || clr_arr_cl_read_first(a, ls, ls + k) ? 0
                 : (unsigned)(((atomic_fetch_add(&a->rr, 1) * 0x9e3779b97f4a7c15ull) >> 40) % ns);
         for (unsigned t = 0; t < ns; t++) {
             const struct clr_raid_loc *l = &x.copy[src[(start + t) % ns]];
@@ -337,8 +337,15 @@ static int64_t mirror_recover_unit(struct clr_array *a, struct arr_member *m, ui
     k = n < x.run ? n : x.run;
     if (a->g.chunk_sectors && k > a->g.chunk_sectors - ds % a->g.chunk_sectors)
         k = a->g.chunk_sectors - ds % a->g.chunk_sectors;
+    /* cluster: the rebuilt range inside our published window first (other
+     * nodes write to this member too and must not race the copy) */
+    rc = clr_arr_cl_resync_window(a, p.lsector, p.lsector + k, a->sync_sectors);
+    if (rc)
+        return rc;
+    rc = -EIO;
     if (clr_io_alloc((void **)&buf, k * ARR_SECTOR))
         return -ENOMEM;
+    clr_arr_defer_begin(a);
     clr_arr_rl_lock(&a->rl, &r, p.lsector, k);
     clr_arr_view(a, &v);
     for (uint32_t c = 0; c < x.ncopies; c++) {
@@ -362,6 +369,7 @@ static int64_t mirror_recover_unit(struct clr_array *a, struct arr_member *m, ui
     }
 out:
     clr_arr_rl_unlock(&a->rl, &r);
+    clr_arr_defer_end(a);
     clr_io_free(buf);
     return rc ? rc : (int64_t)k;
 }
@@ -954,7 +962,27 @@ static int locked_write(struct clr_array *a, const void *buf, uint64_t count, ui
     int rc;
 
     a->ops->sync_range(a, ls, n, &ss, &sn);
+    clr_arr_defer_begin(a);
     clr_arr_rl_lock(&a->rl, &r, ss, sn);
+    /* cluster: in flight now (a remote drain waits for us); a write into
+     * a remote resync window backs off until the window moves */
+    while (a->cl) {
+        uint64_t g = clr_arr_cl_gen(a);
+        bool stop;
+
+        if (!clr_arr_cl_write_blocked(a, ss, ss + sn))
+            break;
+        clr_arr_rl_unlock(&a->rl, &r);
+        clr_arr_cl_wait(a, g, 100);
+        pthread_mutex_lock(&a->lock);
+        stop = a->stopping;
+        pthread_mutex_unlock(&a->lock);
+        if (stop) {
+            clr_arr_defer_end(a);
+            return -ESHUTDOWN;
+        }
+        clr_arr_rl_lock(&a->rl, &r, ss, sn);
+    }
     if (buf && (s != offset || e != offset + count || !aligned_ptr(buf))) {
         rc = clr_io_alloc((void **)&b, e - s);
         if (rc)
@@ -984,6 +1012,8 @@ static int locked_write(struct clr_array *a, const void *buf, uint64_t count, ui
     clr_arr_bm_end_write(a, ss, sn, rc == 0 && whole);
 out:
     clr_arr_rl_unlock(&a->rl, &r);
+    /* a leg that failed is faulty on disk (and the cluster told) first */
+    clr_arr_defer_end(a);
     clr_io_free(b);
     return rc;
 }

@@ -86,7 +86,7 @@ json_object *clr_array_status_json(struct clr_array *a)
 {
     json_object *o = json_object_new_object(), *devs = json_object_new_array(), *x;
     char uuid[36], layout[32];
-    uint64_t dirty;
+    uint64_t dirty, lock_ops, messages;
     const char *st;
 
     pthread_mutex_lock(&a->bm_lock);
@@ -153,12 +153,13 @@ json_object *clr_array_status_json(struct clr_array *a)
         json_object_object_add(o, "frozen", NULL);
     }
     pthread_mutex_unlock(&a->lock);
+    clr_arr_cl_status(a, o, &lock_ops, &messages);
     x = json_object_new_object();
     json_object_object_add(x, "reads", json_object_new_int64((int64_t)atomic_load(&a->n_reads)));
     json_object_object_add(x, "writes", json_object_new_int64((int64_t)atomic_load(&a->n_writes)));
     json_object_object_add(x, "bitmap_flushes", json_object_new_int64((int64_t)atomic_load(&a->n_bm_flushes)));
-    json_object_object_add(x, "lock_ops", json_object_new_int64(0));
-    json_object_object_add(x, "messages", json_object_new_int64(0));
+    json_object_object_add(x, "lock_ops", json_object_new_int64((int64_t)lock_ops));
+    json_object_object_add(x, "messages", json_object_new_int64((int64_t)messages));
     json_object_object_add(o, "counters", x);
     return o;
 }
@@ -206,15 +207,22 @@ static int mgmt_remove_device(struct clr_array *a, const char *path, struct clr_
     if (!rc && m->state != ARR_M_FAULTY && m->state != ARR_M_SPARE)
         rc = clr_err_set(e, -EBUSY, "%s is %s: fail it first ('clraid fail %s %s')", path,
                          mstate_names[m->state], a->name, path);
-    if (!rc) {
-        /* The I/O handle stays open until stop: requests that saw the
-         * member before it failed may still hold it. */
-        m->state = ARR_M_REMOVED;
-        m->role = -1;
-        gen = ++a->state_gen;
-    }
     pthread_mutex_unlock(&a->lock);
-    return rc ? rc : clr_arr_sb_update(a, gen, false);
+    if (rc)
+        return rc;
+    /* cluster: every node forgets it first (md: REMOVE, then the kick) */
+    rc = clr_arr_cl_send_remove(a, m->dev_number);
+    if (rc)
+        return clr_err_set(e, rc, "%s: the other nodes did not take the removal (%s): retry", path,
+                           strerror(-rc));
+    pthread_mutex_lock(&a->lock);
+    /* The I/O handle stays open until stop: requests that saw the
+     * member before it failed may still hold it. */
+    m->state = ARR_M_REMOVED;
+    m->role = -1;
+    gen = ++a->state_gen;
+    pthread_mutex_unlock(&a->lock);
+    return clr_arr_sb_update(a, gen, false);
 }
 
 /* Copies every bitmap slot region from a live member to @m. */
@@ -295,7 +303,7 @@ static int mgmt_add_device(struct clr_array *a, const char *path, struct clr_err
     if (dn >= a->sb.max_dev)
         return clr_err_set(e, -ENOSPC, "'%s' has no free device slot (max_dev %u)", a->name, a->sb.max_dev);
     rc = clr_io_open(a->ctx, path, ((a->flags & CLR_ARRAY_BUFFERED) ? CLR_IO_OPEN_BUFFERED : 0) |
-                     CLR_IO_OPEN_EXCL, &io);
+                     (a->cluster ? 0 : CLR_IO_OPEN_EXCL), &io);
     if (rc)
         return clr_err_set(e, rc, "%s: cannot open: %s", path, strerror(-rc));
     clr_io_dev_info(io, &info);
@@ -331,7 +339,24 @@ static int mgmt_add_device(struct clr_array *a, const char *path, struct clr_err
         clr_err_set(e, rc, "%s: cannot write the superblock: %s", path, strerror(-rc));
         goto fail;
     }
+    if (a->cl) {
+        /* cluster (md §3.9): under `metadata`, every node must find the
+         * device by its UUID before it becomes a member anywhere */
+        rc = clr_arr_cl_meta_begin(a);
+        if (rc) {
+            clr_err_set(e, rc, "cannot take the cluster metadata lock: %s", strerror(-rc));
+            goto rollback;
+        }
+        rc = clr_arr_cl_newdisk(a, sb.device_uuid, dn);
+        if (rc) {
+            clr_err_set(e, rc, rc == -ENOENT ? "%s: node(s) could not see the new device: add it on every node's configured path first"
+                                              : "%s: the other nodes did not take the new device: %s",
+                        path, strerror(-rc));
+            goto rollback;
+        }
+    }
     clr_io_free(buf);
+    buf = NULL;
     m->sb = sb;
     m->dev_number = dn;
     m->role = -1;
@@ -343,7 +368,14 @@ static int mgmt_add_device(struct clr_array *a, const char *path, struct clr_err
     gen = ++a->state_gen;
     pthread_mutex_unlock(&a->lock);
     clr_arr_log(a, LOG_NOTICE, "%s: added as device %u", path, dn);
-    return clr_arr_sb_update(a, gen, false);
+    rc = clr_arr_sb_update(a, gen, false);     /* cluster: inside our `metadata` */
+    clr_arr_cl_meta_end(a, true);
+    return rc;
+rollback:
+    /* nothing of it may stay: erase the superblock we wrote */
+    memset(buf, 0, CLR_MD_SB_AREA_BYTES);
+    clr_io_pwrite(io, buf, CLR_MD_SB_AREA_BYTES, CLR_MD_V12_SB_SECTOR * ARR_SECTOR, CLR_IO_FUA);
+    clr_arr_cl_meta_end(a, true);   /* candidates dropped everywhere */
 fail:
     clr_io_free(buf);
     if (m)
@@ -386,7 +418,7 @@ static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_e
         return rc;
     if (!io) {
         rc = clr_io_open(a->ctx, path, ((a->flags & CLR_ARRAY_BUFFERED) ? CLR_IO_OPEN_BUFFERED : 0) |
-                         CLR_IO_OPEN_EXCL, &io);
+                         (a->cluster ? 0 : CLR_IO_OPEN_EXCL), &io);
         if (rc)
             return clr_err_set(e, rc, "%s: cannot open: %s", path, strerror(-rc));
         fresh = true;
@@ -445,12 +477,27 @@ static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_e
     m->bitmap_recovery = !(sb.feature_map & CLR_MD_FEAT_RECOVERY_OFFSET) ||
                          (sb.feature_map & CLR_MD_FEAT_RECOVERY_BITMAP);
     m->recovery_offset = 0;
+    m->remote_rebuild = false;
     a->role_mem[role] = m;
     a->frozen = a->thaw_err = false;
     gen = ++a->state_gen;
+    if (a->cl)
+        a->sync_hold++;     /* the pass must cover the gathered bits */
     pthread_cond_broadcast(&a->cond);
     pthread_mutex_unlock(&a->lock);
     clr_io_free(buf);
+    if (a->cl) {
+        /* md §3.11: every node writes to it from now on, then every other
+         * slot's bits join ours so the pass covers what anyone wrote */
+        rc = clr_arr_cl_readd(a, m->dev_number);
+        if (rc)
+            clr_arr_log(a, LOG_ERR, "%s: re-add not confirmed by every node (%s): the resync covers our bitmap only",
+                        path, strerror(-rc));
+        pthread_mutex_lock(&a->lock);
+        a->sync_hold--;
+        pthread_cond_broadcast(&a->cond);
+        pthread_mutex_unlock(&a->lock);
+    }
     clr_arr_log(a, LOG_NOTICE, "%s: re-added in role %d, resyncing the bitmap's dirty chunks", path, role);
     rc = clr_arr_sb_update(a, gen, false);
     clr_arr_bm_flush(a);
@@ -513,7 +560,7 @@ static bool busy_locked(struct clr_array *a)
     if (a->action != ARR_SYNC_IDLE || a->requested != ARR_SYNC_IDLE || a->resync_pending)
         return true;
     for (unsigned i = 0; i < a->nmem; i++)
-        if (a->mem[i]->state == ARR_M_REBUILDING && a->mem[i]->io)
+        if (a->mem[i]->state == ARR_M_REBUILDING && a->mem[i]->io && !a->mem[i]->remote_rebuild)
             return true;
     return false;
 }

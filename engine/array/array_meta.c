@@ -157,6 +157,54 @@ static void take_spare_locked(struct clr_array *a, int role)
     }
 }
 
+void clr_arr_take_spare_locked(struct clr_array *a, int role)
+{
+    take_spare_locked(a, role);
+}
+
+/* Another node marked @m faulty: follow without writing anything and
+ * without starting a recovery here (the node that saw the error does). */
+bool clr_arr_mark_faulty_remote_locked(struct clr_array *a, struct arr_member *m)
+{
+    int role = m->role;
+
+    if (m->state == ARR_M_FAULTY || m->state == ARR_M_REMOVED)
+        return false;
+    m->state = ARR_M_FAULTY;
+    m->remote_rebuild = false;
+    m->faulty_gen = a->state_gen;   /* already on disk: nothing to write */
+    if (role >= 0 && a->role_mem[role] == m)
+        a->role_mem[role] = NULL;
+    clr_arr_recompute_locked(a);
+    return true;
+}
+
+/* Superblock updates for failures seen inside a range-locked section
+ * (client write, sync unit) wait until the section ends (cluster mode):
+ * a remote resync's drain must never wait for our broadcast. */
+static __thread struct clr_array *tl_defer;
+static __thread uint64_t tl_defer_gen;
+
+void clr_arr_defer_begin(struct clr_array *a)
+{
+    if (a->cl && !tl_defer) {
+        tl_defer = a;
+        tl_defer_gen = 0;
+    }
+}
+
+int clr_arr_defer_end(struct clr_array *a)
+{
+    uint64_t gen;
+
+    if (tl_defer != a)
+        return 0;
+    tl_defer = NULL;
+    gen = tl_defer_gen;
+    tl_defer_gen = 0;
+    return gen ? clr_arr_sb_update(a, gen, false) : 0;
+}
+
 /* Marks @m Faulty under lock; false if that would leave too little redundancy. */
 static bool mark_faulty_locked(struct clr_array *a, struct arr_member *m)
 {
@@ -199,6 +247,11 @@ int clr_arr_member_failed(struct clr_array *a, struct arr_member *m, int err)
     pthread_mutex_unlock(&a->lock);
     clr_arr_bm_set_degraded(a);
     /* The failure is on disk before the caller acknowledges anything. */
+    if (tl_defer == a) {
+        if (gen > tl_defer_gen)
+            tl_defer_gen = gen;
+        return 0;
+    }
     clr_arr_sb_update(a, gen, false);
     return 0;
 }
@@ -253,9 +306,30 @@ int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean)
     unsigned n;
     int rc = 0;
 
+    bool cl_meta = false, wrote = false;
+
+    if (a->crashed)
+        return 0;
+    if (a->cl && !clr_arr_cl_meta_held()) {
+        /* cluster: under `metadata` (taken before meta_lock: a holder of
+         * it may need meta_lock), reloaded from disk (events only grow) */
+        pthread_mutex_lock(&a->meta_lock);
+        bool done = gen && a->sb_done_gen >= gen;
+        pthread_mutex_unlock(&a->meta_lock);
+        if (done)
+            return 0;
+        rc = clr_arr_cl_meta_begin(a);
+        if (rc) {
+            clr_arr_log(a, LOG_ERR, "cluster: cannot take the metadata lock: %s", strerror(-rc));
+            return rc;
+        }
+        cl_meta = true;
+    }
     pthread_mutex_lock(&a->meta_lock);
     if (gen && a->sb_done_gen >= gen)
         goto out;
+    if (a->cluster)
+        clean = a->sb.resync_offset == CLR_MD_MAX_SECTOR;  /* the bitmaps carry crash state */
     for (int tries = 0; tries < 8; tries++) {
         struct clr_io_wg wg;
         uint64_t snap;
@@ -320,8 +394,11 @@ int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean)
             break;
         clr_arr_bm_set_degraded(a);
     }
+    wrote = true;
 out:
     pthread_mutex_unlock(&a->meta_lock);
+    if (cl_meta)
+        clr_arr_cl_meta_end(a, wrote);
     return rc;
 }
 
@@ -337,6 +414,8 @@ static void bm_write_locked(struct clr_array *a)
     struct clr_io_wg wg;
     unsigned n = 0;
 
+    if (a->crashed)
+        return;
     memset(a->bm_buf, 0, a->bm_write_bytes);
     clr_bmc_render(&a->bmc, 0, a->bmc.nchunks, a->bm_buf + CLR_BITMAP_SB_BYTES);
     pthread_mutex_unlock(&a->bm_lock);
@@ -518,7 +597,10 @@ int clr_array_run(struct clr_array *a, struct clr_err *e)
 
         if (m->state == ARR_M_FAULTY || m->state == ARR_M_REMOVED)
             continue;
-        rc = clr_io_open(a->ctx, m->path, fl | CLR_IO_OPEN_EXCL, &m->io);
+        /* shared devices: every node (maybe several on one host) opens them */
+        if (!a->cluster)
+            fl |= CLR_IO_OPEN_EXCL;
+        rc = clr_io_open(a->ctx, m->path, fl, &m->io);
         if (rc) {
             clr_err_set(e, rc, "%s: cannot open for I/O: %s", m->path, strerror(-rc));
             close_members(a);
@@ -533,8 +615,10 @@ int clr_array_run(struct clr_array *a, struct clr_err *e)
     a->stopping = false;
     a->running = true;
     a->frozen = a->thaw_err = false;
-    /* a spare assembled with a degraded array takes a vacant role now */
-    for (uint32_t r = 0; r < a->g.raid_disks; r++)
+    a->crashed = false;
+    /* a spare assembled with a degraded array takes a vacant role now
+     * (cluster: once we know we are alone, below) */
+    for (uint32_t r = 0; r < a->g.raid_disks && !a->cluster; r++)
         if (!a->role_mem[r])
             take_spare_locked(a, (int)r);
     clr_arr_recompute_locked(a);
@@ -542,11 +626,31 @@ int clr_array_run(struct clr_array *a, struct clr_err *e)
     a->state_gen++;
     pthread_mutex_unlock(&a->lock);
     clr_arr_bm_set_degraded(a);
-    /* Mark active before any write can happen. */
-    rc = clr_arr_sb_update(a, 0, false);
-    if (rc) {
-        clr_err_set(e, rc, "cannot write the superblocks: %s", strerror(-rc));
-        goto fail;
+    if (a->cluster) {
+        /* Several nodes share the superblocks: no clean/active flip; our
+         * slot's bits (and those of free slots) carry the crash state. */
+        bool alone;
+
+        rc = clr_arr_cl_start(a, e);
+        if (rc)
+            goto fail;
+        alone = clr_arr_cl_alone(a);
+        pthread_mutex_lock(&a->lock);
+        a->resync_pending |= clr_bmc_dirty_chunks(&a->bmc) > 0;
+        /* the only node: a spare takes a vacant role (else its owner does) */
+        for (uint32_t r = 0; r < a->g.raid_disks && alone; r++)
+            if (!a->role_mem[r])
+                take_spare_locked(a, (int)r);
+        clr_arr_recompute_locked(a);
+        pthread_mutex_unlock(&a->lock);
+        clr_arr_bm_set_degraded(a);
+    } else {
+        /* Mark active before any write can happen. */
+        rc = clr_arr_sb_update(a, 0, false);
+        if (rc) {
+            clr_err_set(e, rc, "cannot write the superblocks: %s", strerror(-rc));
+            goto fail;
+        }
     }
     if (pthread_create(&a->bm_thread, NULL, bm_daemon, a) != 0) {
         rc = clr_err_set(e, -EAGAIN, "cannot start the bitmap thread");
@@ -591,6 +695,42 @@ int clr_array_stop(struct clr_array *a)
     return rc;
 }
 
+int clr_array_crash(struct clr_array *a)
+{
+    pthread_mutex_lock(&a->mgmt_lock);
+    pthread_mutex_lock(&a->lock);
+    if (a->stopped) {
+        pthread_mutex_unlock(&a->lock);
+        pthread_mutex_unlock(&a->mgmt_lock);
+        return 0;
+    }
+    a->crashed = true;
+    a->stopping = true;
+    a->sync_abort = true;
+    pthread_cond_broadcast(&a->cond);
+    pthread_mutex_unlock(&a->lock);
+    /* the lockspace dies first: the others see MEMBER_FAILED */
+    clr_arr_cl_crash(a);
+    pthread_mutex_lock(&a->lock);
+    while (a->inflight)
+        pthread_cond_wait(&a->cond, &a->lock);
+    pthread_mutex_unlock(&a->lock);
+    if (a->sync_thread_on)
+        pthread_join(a->sync_thread, NULL);
+    if (a->bm_thread_on)
+        pthread_join(a->bm_thread, NULL);
+    a->sync_thread_on = a->bm_thread_on = false;
+    clr_arr_cl_crash_finish(a);
+    pthread_mutex_lock(&a->lock);
+    a->running = false;
+    a->stopped = true;
+    pthread_mutex_unlock(&a->lock);
+    close_members(a);
+    clr_arr_log(a, LOG_WARNING, "crashed (test): nothing written");
+    pthread_mutex_unlock(&a->mgmt_lock);
+    return 0;
+}
+
 static int array_stop(struct clr_array *a)
 {
     bool dirty_left;
@@ -623,7 +763,14 @@ static int array_stop(struct clr_array *a)
     pthread_mutex_lock(&a->lock);
     a->state_gen++;
     pthread_mutex_unlock(&a->lock);
-    rc = clr_arr_sb_update(a, 0, !dirty_left && !a->degraded);
+    if (a->cluster) {
+        uint64_t lo, hi;
+
+        /* NEEDED chunks left: another node takes our slot over */
+        clr_arr_cl_leave(a, clr_arr_needed_extent(a, &lo, &hi));
+    } else {
+        rc = clr_arr_sb_update(a, 0, !dirty_left && !a->degraded);
+    }
     pthread_mutex_lock(&a->lock);
     a->running = false;
     a->stopped = true;

@@ -85,9 +85,24 @@ static int unit(struct clr_array *a, enum arr_action act, uint64_t pos, uint64_t
     struct arr_range r;
     int rc;
 
+    clr_arr_defer_begin(a);
     clr_arr_rl_lock(&a->rl, &r, pos, u);
     rc = a->ops->sync_unit(a, act, pos, u, mm);
     clr_arr_rl_unlock(&a->rl, &r);
+    clr_arr_defer_end(a);
+    return rc;
+}
+
+/* Cluster: take `resync` (one resyncer cluster-wide), abortable. */
+static int cl_begin(struct clr_array *a, uint64_t lo, uint64_t hi)
+{
+    int rc;
+
+    if (!a->cl)
+        return 0;
+    rc = clr_arr_cl_resync_begin(a, lo, hi);
+    if (rc && rc != -ECANCELED && rc != -ESHUTDOWN)
+        clr_arr_log(a, LOG_ERR, "cluster: cannot become the resyncing node: %s", strerror(-rc));
     return rc;
 }
 
@@ -130,20 +145,36 @@ static int run_resync(struct clr_array *a)
 {
     struct arr_member *tgt[ARR_MAX_MEMBERS];
     uint64_t bc = a->bsb.chunksize / ARR_SECTOR, nchunks = a->bmc.nchunks, total = 0, done = 0;
-    uint64_t mm = 0, us = unit_sectors(a);
+    uint64_t mm = 0, us = unit_sectors(a), xlo = 0, xhi = 0;
     bool degraded, aborted = false;
     unsigned nt = 0;
     int rc = 0;
+
+    bool cl_on = false;
 
     pthread_mutex_lock(&a->lock);
     a->resync_pending = false;
     for (uint32_t r = 0; r < a->g.raid_disks; r++) {
         struct arr_member *m = a->role_mem[r];
 
-        if (m && m->state == ARR_M_REBUILDING && m->bitmap_recovery)
+        if (m && m->state == ARR_M_REBUILDING && m->bitmap_recovery && !m->remote_rebuild)
             tgt[nt++] = m;
     }
     pthread_mutex_unlock(&a->lock);
+    if (a->cl && clr_arr_needed_extent(a, &xlo, &xhi)) {
+        /* one resyncer cluster-wide; then see what is still NEEDED */
+        rc = cl_begin(a, xlo, xhi);
+        if (rc) {
+            pthread_mutex_lock(&a->lock);
+            a->resync_pending = true;
+            pthread_mutex_unlock(&a->lock);
+            return rc == -ECANCELED || rc == -ESHUTDOWN ? 0 : rc;
+        }
+        cl_on = true;
+        clr_arr_needed_extent(a, &xlo, &xhi);
+    } else if (a->cl && nt == 0) {
+        return 0;
+    }
     pthread_mutex_lock(&a->bm_lock);
     for (uint64_t k = 0; k < nchunks; k++)
         total += clr_bmc_is_needed(&a->bmc, k);
@@ -167,7 +198,9 @@ static int run_resync(struct clr_array *a)
             continue;
         align_range(a, &s, &e);
         for (uint64_t pos = s; pos < e && rc == 0; pos += us) {
-            rc = unit(a, ARR_SYNC_RESYNC, pos, e - pos < us ? e - pos : us, &mm);
+            rc = clr_arr_cl_resync_window(a, pos, pos + (e - pos < us ? e - pos : us), xhi > e ? xhi : e);
+            if (rc == 0)
+                rc = unit(a, ARR_SYNC_RESYNC, pos, e - pos < us ? e - pos : us, &mm);
             progress(a, done * bc + (pos - s), done * bc + (pos - s));
         }
         if (rc)
@@ -218,6 +251,8 @@ static int run_resync(struct clr_array *a)
             a->resync_pending = true;
         pthread_mutex_unlock(&a->lock);
     }
+    if (cl_on)
+        clr_arr_cl_resync_end(a);
     clr_arr_log(a, LOG_INFO, "resync %s: %" PRIu64 " chunks", rc ? "failed" : aborted ? "interrupted" : "done", done);
     return rc;
 }
@@ -229,6 +264,19 @@ static int run_recover(struct clr_array *a, struct arr_member *m)
     bool aborted = false;
     int rc = 0;
 
+    if (a->cl) {
+        /* every node writes to the member before any of it is copied:
+         * the superblock update tells them (METADATA_UPDATED) */
+        pthread_mutex_lock(&a->lock);
+        uint64_t gen = ++a->state_gen;
+        pthread_mutex_unlock(&a->lock);
+        rc = clr_arr_sb_update(a, gen, false);
+        if (rc)
+            return rc;
+    }
+    rc = cl_begin(a, 0, a->sync_sectors);
+    if (rc)
+        return rc == -ECANCELED || rc == -ESHUTDOWN ? 0 : rc;
     pthread_mutex_lock(&a->lock);
     start = ds = m->recovery_offset;
     pthread_mutex_unlock(&a->lock);
@@ -266,6 +314,7 @@ static int run_recover(struct clr_array *a, struct arr_member *m)
             last_ckpt = clr_arr_now_ns();
         }
     }
+    clr_arr_cl_resync_end(a);
     pthread_mutex_lock(&a->lock);
     a->last_resync_bytes = (ds - start) * ARR_SECTOR;
     if (rc == 0 && !aborted && m->state == ARR_M_REBUILDING) {
@@ -294,13 +343,25 @@ static int run_check(struct clr_array *a, enum arr_action act)
     uint64_t us = unit_sectors(a), mm = 0, pos;
     int rc = 0;
 
+    if (a->cl) {
+        uint64_t lo, hi;
+
+        clr_arr_needed_extent(a, &lo, &hi);
+        rc = cl_begin(a, lo, hi);
+        if (rc)
+            return rc == -ECANCELED || rc == -ESHUTDOWN ? 0 : rc;
+    }
     begin(a, act, 0, lim);
     for (pos = 0; pos < lim && rc == 0; pos += us) {
         if (should_stop(a))
             break;
-        rc = unit(a, act, pos, lim - pos < us ? lim - pos : us, &mm);
+        /* repair writes: same window protocol as a resync */
+        rc = clr_arr_cl_resync_window(a, pos, pos + (lim - pos < us ? lim - pos : us), lim);
+        if (rc == 0)
+            rc = unit(a, act, pos, lim - pos < us ? lim - pos : us, &mm);
         progress(a, pos, pos);
     }
+    clr_arr_cl_resync_end(a);
     pthread_mutex_lock(&a->lock);
     a->last_check_mismatches = mm;
     pthread_mutex_unlock(&a->lock);
@@ -314,6 +375,8 @@ static enum arr_action due_locked(struct clr_array *a, struct arr_member **tgt)
 {
     enum arr_action r = a->requested;
 
+    if (a->sync_hold)
+        return ARR_SYNC_IDLE;
     if (r != ARR_SYNC_IDLE) {
         a->requested = ARR_SYNC_IDLE;
         return r;
@@ -321,13 +384,14 @@ static enum arr_action due_locked(struct clr_array *a, struct arr_member **tgt)
     for (unsigned i = 0; i < a->nmem; i++) {
         struct arr_member *m = a->mem[i];
 
-        if (m->state == ARR_M_REBUILDING && !m->bitmap_recovery && m->io) {
+        if (m->state == ARR_M_REBUILDING && !m->bitmap_recovery && !m->remote_rebuild && m->io) {
             *tgt = m;
             return ARR_SYNC_RECOVER;
         }
     }
     for (unsigned i = 0; i < a->nmem; i++)
-        if (a->mem[i]->state == ARR_M_REBUILDING && a->mem[i]->bitmap_recovery)
+        if (a->mem[i]->state == ARR_M_REBUILDING && a->mem[i]->bitmap_recovery &&
+            !a->mem[i]->remote_rebuild)
             return ARR_SYNC_RESYNC;
     return a->resync_pending ? ARR_SYNC_RESYNC : ARR_SYNC_IDLE;
 }

@@ -6,8 +6,9 @@ libclraid_la_SOURCES += \
 	engine/array/array_meta.c \
 	engine/array/array_io.c \
 	engine/array/array_sync.c \
-	engine/array/array_manage.c
-libclraid_la_LIBADD += $(URING_LIBS) $(ISAL_LIBS) $(JSONC_LIBS)
+	engine/array/array_manage.c \
+	engine/array/array_cluster.c
+libclraid_la_LIBADD += $(URING_LIBS) $(ISAL_LIBS) $(JSONC_LIBS) $(BLKID_LIBS)
 
 # Unit/integration tests on member files under $TMPDIR (default /var/tmp).
 check_PROGRAMS += tests/array/test_array
@@ -15,3 +16,11 @@ TESTS += tests/array/test_array
 tests_array_test_array_SOURCES = tests/array/test_array.c
 tests_array_test_array_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JSONC_CFLAGS)
 tests_array_test_array_LDADD = libclraid.la $(CMOCKA_LIBS) $(JSONC_LIBS) $(URING_LIBS) $(ISAL_LIBS)
+
+# Cluster mode: several arrays in one process on the same member files,
+# the md-cluster protocol on the in-process local lock backend.
+check_PROGRAMS += tests/array/test_array_cluster
+TESTS += tests/array/test_array_cluster
+tests_array_test_array_cluster_SOURCES = tests/array/test_array_cluster.c
+tests_array_test_array_cluster_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JSONC_CFLAGS)
+tests_array_test_array_cluster_LDADD = libclraid.la $(CMOCKA_LIBS) $(JSONC_LIBS) $(URING_LIBS) $(ISAL_LIBS)

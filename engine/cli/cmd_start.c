@@ -27,10 +27,14 @@
 
 static void start_usage(FILE *f)
 {
-    fprintf(f, "usage: clraid start NAME DEV... [--run-dir DIR] [--lock local] [--buffered] [--skip-stale]\n"
-               "                    [--bitmap=normal|all-dirty]\n"
+    fprintf(f, "usage: clraid start NAME DEV... [--run-dir DIR] [--lock local|cpg|dlm] [--buffered]\n"
+               "                    [--skip-stale] [--bitmap=normal|all-dirty]\n"
                "  Assembles array NAME from its members and serves it over NBD at\n"
                "  RUN_DIR/NAME.sock (default run dir " CLR_RUN_DIR_DEFAULT ").\n"
+               "  --lock local (default) runs it on this node alone (bitmap slot 0);\n"
+               "  --lock cpg or dlm joins the array's cluster (lockspace = array UUID),\n"
+               "  every node running 'clraid start' on the same shared devices\n"
+               "  (RAID1 and RAID10 near layouts; one bitmap slot per node).\n"
                "  --skip-stale leaves stale or faulty members out (warning) and starts\n"
                "  degraded if enough remain; re-add them with 'clraid re-add'.\n"
                "  --bitmap=all-dirty holds every bitmap chunk dirty while running: no\n"
@@ -237,8 +241,8 @@ int clr_cmd_start(int argc, char **argv)
     name = argv[optind++];
     if (clr_name_check("start", name) != 0)
         return 1;
-    if (strcmp(lock, "local") != 0) {
-        clr_cli_error("start", "--lock %s is not available yet (only --lock local)", lock);
+    if (strcmp(lock, "local") != 0 && strcmp(lock, "cpg") != 0 && strcmp(lock, "dlm") != 0) {
+        clr_cli_error("start", "--lock %s: use local (one node), cpg or dlm (cluster)", lock);
         return 1;
     }
     n = (unsigned)(argc - optind);

@@ -97,6 +97,26 @@ static void print_human(const char *name, json_object *st)
            " KiB; last check %" PRId64 " mismatches\n",
            jint(st, "bitmap.dirty_chunks"), jint(st, "bitmap.chunk_bytes") / 1024,
            jint(st, "last_resync.bytes") / 1024, jint(st, "last_check.mismatches"));
+    if (clr_json_path(st, "cluster")) {
+        json_object *w = clr_json_path(st, "cluster.remote_window");
+        json_object *tk = clr_json_path(st, "cluster.last_takeover");
+        json_object *rec = clr_json_path(st, "cluster.recovering");
+
+        printf("      cluster: %s, slot %" PRId64 ", %" PRId64 " members, %" PRId64
+               " slots taken over%s; %" PRId64 " lock ops, %" PRId64 " messages\n",
+               jstr(st, "cluster.backend", "?"), jint(st, "cluster.slot"), jint(st, "cluster.members"),
+               jint(st, "cluster.recovered_slots"),
+               rec && json_object_get_boolean(rec) ? ", RECOVERING (reads from the first device)" : "",
+               jint(st, "counters.lock_ops"), jint(st, "counters.messages"));
+        if (w && !json_object_is_type(w, json_type_null))
+            printf("      cluster: slot %" PRId64 " resyncing [%" PRId64 ", %" PRId64
+                   ") KiB: writes there wait\n",
+                   jint(w, "from"), jint(w, "lo_bytes") / 1024, jint(w, "hi_bytes") / 1024);
+        if (tk && !json_object_is_type(tk, json_type_null))
+            printf("      cluster: last takeover: slot %" PRId64 ", %" PRId64 " dirty chunks (%" PRId64
+                   " KiB)\n",
+                   jint(tk, "slot"), jint(tk, "dirty_chunks"), jint(tk, "bytes") / 1024);
+    }
 }
 
 /* Names of the arrays whose NAME.ctl is in @dir. */

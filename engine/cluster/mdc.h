@@ -42,7 +42,10 @@
 /** Message types (payload little-endian; md's numbers where md has one). */
 enum clr_mdc_msg_type {
 	CLR_MDC_METADATA_UPDATED = 0, /**< le32 dev_number of a good member */
-	CLR_MDC_RESYNCING = 1,        /**< le64 lo, le64 hi; hi == 0: finished */
+	CLR_MDC_RESYNCING = 1,        /**< le64 lo, le64 hi, le64 dirty_lo:
+				       *   window [lo, hi) (hi == 0: none) and
+				       *   where the sender's dirty extent now
+				       *   starts (>= its dirty_hi: all clean) */
 	CLR_MDC_NEWDISK = 2,          /**< uuid[16] device uuid, le32 dev_number */
 	CLR_MDC_REMOVE = 3,           /**< le32 dev_number */
 	CLR_MDC_RE_ADD = 4,           /**< le32 dev_number */
@@ -57,6 +60,7 @@ struct clr_mdc_msg {
 	enum clr_mdc_msg_type type;
 	int sender;          /**< 0-based slot of the sender (decode only) */
 	uint64_t lo, hi;     /**< RESYNCING, TAKEOVER */
+	uint64_t dirty_lo;   /**< RESYNCING */
 	uint32_t dev_number; /**< METADATA_UPDATED, NEWDISK, REMOVE, RE_ADD */
 	uint32_t slot;       /**< TAKEOVER: the slot taken over */
 	uint8_t uuid[16];    /**< NEWDISK */
@@ -114,6 +118,11 @@ struct clr_mdc_host {
 	/** Wake the local sync thread: NEEDED chunks wait for a resync. */
 	void (*want_resync)(void *arg);
 	/**
+	 * Wait a little (engine: up to @ms or until changed(); sim: a few
+	 * scheduler steps) before polling again.  -ESHUTDOWN: stopping.
+	 */
+	int (*pause)(void *arg, unsigned ms);
+	/**
 	 * Wait until no local client write overlapping [lo, hi) is in flight.
 	 * New writes there are already held by clr_mdc_write_blocked().
 	 */
@@ -133,7 +142,9 @@ struct clr_mdc_host {
 	 * issued without it have drained.
 	 */
 	int (*remote_readd)(void *arg, uint32_t dev_number);
-	/** The window, dirty extents or recovery state changed: wake waiters.
+	/** The window, dirty extents or recovery state changed: wake waiters
+	 *  (blocked writers, and the recovery thread: a takeover may now be
+	 *  queued, see clr_mdc_recovery_pending()).
 	 *  Called with the core's mutex held: must not block or call back. */
 	void (*changed)(void *arg);
 	/** One log line (syslog priority). */
@@ -172,6 +183,8 @@ struct clr_mdc {
 	bool resync_locked;
 	uint64_t my_win_lo, my_win_hi, my_dirty_lo, my_dirty_hi;
 	bool nonewdev_dropped;    /* NEWDISK found: no-new-dev at NL */
+	uint64_t claims;          /* named lock objects in use (mdc.c) */
+	uint64_t slot_claims;     /* bitmap lock objects in use, per slot */
 	/* counters */
 	uint64_t msgs_sent, msgs_received;
 };
@@ -187,7 +200,11 @@ void clr_mdc_destroy(struct clr_mdc *m);
  * no-new-dev CR, resync NL; then for every other slot j: PW NOQUEUE on
  * bitmap j: granted -> read slot j's bits, merge them into ours (j's bits
  * stay), release; busy -> CR with VALBLK to read j's LVB (window and
- * dirty extent), then NL.  Calls want_resync() if anything was merged.
+ * dirty extent), then release.  The host has loaded our own slot's bits
+ * as NEEDED itself (single-node crash recovery); join reads them too and
+ * announces the extent of our own plus merged bits with
+ * TAKEOVER(our slot, lo, hi), so others read-first there and stop waiting
+ * to take our slot over.  Calls want_resync() if anything is dirty.
  */
 int clr_mdc_join(struct clr_mdc *m);
 
@@ -208,39 +225,46 @@ void clr_mdc_on_done(struct clr_mdc *m);
 bool clr_mdc_recovery_pending(struct clr_mdc *m);
 
 /**
- * Take over every queued slot, highest first (§3.5): PW on its bitmap lock
- * (blocking: granted once the dead owner's lock is released); read its
- * bits; if any: merge into ours (durable), then clear its slot, then
- * broadcast TAKEOVER(slot, lo, hi) and want_resync(); release the lock.
- * A node that gets the lock after another took over finds nothing.  Drops
- * the dead slot's window and dirty extent.  @return 0 or -errno (the slot
- * stays queued).
+ * Take over every queued slot, highest first (§3.5): PW NOQUEUE on its
+ * bitmap lock, polled with pause() while busy (the dead owner's lock is
+ * released once its death is confirmed); a slot leaves the queue when
+ * someone else's TAKEOVER for it arrives (another survivor won, or its
+ * owner came back).  With the lock: read its bits; if any: merge into ours
+ * (durable), then clear its slot, then broadcast TAKEOVER(slot, lo, hi)
+ * and want_resync(); release the lock.  Drops the slot's window and dirty
+ * extent.  Returns when nothing is queued.  @return 0 or -errno (the slot
+ * stays queued; -ESHUTDOWN from the host).
  */
 int clr_mdc_recover(struct clr_mdc *m);
 
 /* ---- our resync (the host's sync thread) ---- */
 
 /** Take `resync` EX (blocking: one resyncer cluster-wide) and publish our
- *  dirty extent [dirty_lo, dirty_hi) in our bitmap LVB. */
+ *  dirty extent [dirty_lo, dirty_hi) (of our NEEDED chunks) in our bitmap
+ *  LVB. */
 int clr_mdc_resync_begin(struct clr_mdc *m, uint64_t dirty_lo, uint64_t dirty_hi);
 /**
  * Before syncing [lo, hi): if it is not inside the published window, move
  * the window to [lo, min(lo + window_sectors, end)) (at least hi): LVB
  * then RESYNCING broadcast; returns once every node drained its writes
- * there.
+ * there.  @dirty_lo: start of our lowest chunk still NEEDED (the host's
+ * truth; a takeover during the pass may have added chunks below lo).
  */
-int clr_mdc_resync_window(struct clr_mdc *m, uint64_t lo, uint64_t hi, uint64_t end);
-/** Resync over (or aborted): LVB 0/0, RESYNCING(0, 0), `resync` to NL. */
-int clr_mdc_resync_end(struct clr_mdc *m);
+int clr_mdc_resync_window(struct clr_mdc *m, uint64_t lo, uint64_t hi, uint64_t end,
+			  uint64_t dirty_lo);
+/** Resync over (or aborted): [@dirty_lo, @dirty_hi) is what is still
+ *  NEEDED (0, 0: nothing); LVB, RESYNCING(0, 0, dirty_lo), `resync` NL. */
+int clr_mdc_resync_end(struct clr_mdc *m, uint64_t dirty_lo, uint64_t dirty_hi);
 
 /* ---- receiving (the broadcast receive callback) ---- */
 
 /**
  * Process one message (any thread; messages arrive one at a time).
- * RESYNCING: store the window and the sender's dirty extent shrinks to
- * [max(dirty_lo, lo), dirty_hi) (hi == 0: clear both), changed(), then
- * drain() the window.  TAKEOVER: the sender's dirty extent grows by
- * [lo, hi); the taken slot's extent and window are dropped.
+ * RESYNCING: store the window (hi == 0: clear it) and the sender's dirty
+ * extent becomes [dirty_lo, its dirty_hi), changed(), then drain() the
+ * window.  TAKEOVER: the sender's dirty extent grows by [lo, hi); the
+ * taken slot leaves our takeover queue, and (if not the sender's own)
+ * its extent and window are dropped.
  * METADATA_UPDATED: re-take no-new-dev CR if dropped, reload_sb().
  * NEWDISK: find_disk(); found -> no-new-dev NL.  REMOVE / RE_ADD: the host
  * call.  BITMAP_NEEDS_SYNC: queue the sender's slot for takeover.

@@ -268,6 +268,11 @@ int clr_ls_our_slot(const struct clr_ls *ls)
 	return v;
 }
 
+int clr_ls_member_count(struct clr_ls *ls)
+{
+	return ls->ops->member_count ? ls->ops->member_count(ls) : 0;
+}
+
 uint64_t clr_ls_member_id(const struct clr_ls *ls)
 {
 	struct clr_ls *l = (struct clr_ls *)ls;

@@ -142,6 +142,12 @@ int clr_ls_start_dispatch_thread(struct clr_ls *ls);
 /** Our 1-based slot in this lockspace (stable while we stay joined). */
 int clr_ls_our_slot(const struct clr_ls *ls);
 
+/**
+ * Live members of the lockspace as this member sees them (us included);
+ * 0 if the backend cannot tell (dlm without CPG).
+ */
+int clr_ls_member_count(struct clr_ls *ls);
+
 /** Our member id (unique per join). */
 uint64_t clr_ls_member_id(const struct clr_ls *ls);
 

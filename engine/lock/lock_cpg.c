@@ -727,6 +727,21 @@ static uint64_t cpg_digest(struct clr_ls *ls)
 	return d;
 }
 
+static int cpg_member_count(struct clr_ls *ls)
+{
+	struct cpg_be *be = be_of(ls);
+	struct clr_repl_member mem[FENCE_MAX_WATCH];
+	size_t n;
+	int live = 0;
+
+	pthread_mutex_lock(&ls->mu);
+	n = clr_repl_members(be->repl, mem, FENCE_MAX_WATCH);
+	pthread_mutex_unlock(&ls->mu);
+	for (size_t i = 0; i < n && i < FENCE_MAX_WATCH; i++)
+		live += mem[i].state == CLR_REPL_M_LIVE;
+	return live;
+}
+
 const struct clr_lock_backend_ops clr_lock_backend_cpg = {
 	.name = "cpg",
 	.open = cpg_open,
@@ -736,4 +751,5 @@ const struct clr_lock_backend_ops clr_lock_backend_cpg = {
 	.cancel = cpg_cancel,
 	.confirm_dead = cpg_confirm_dead,
 	.digest = cpg_digest,
+	.member_count = cpg_member_count,
 };

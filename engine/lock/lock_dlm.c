@@ -51,6 +51,7 @@ struct dlm_be {
 	bool cpg_ok;
 	struct cpg_name group;
 	uint32_t nodeid, pid;
+	int nmembers; /* CPG group size at the last confchg (ls->mu) */
 };
 
 static struct dlm_be *dbe(struct clr_ls *ls)
@@ -127,6 +128,7 @@ static void dlm_cpg_confchg(cpg_handle_t h, const struct cpg_name *g,
 	be = ctx;
 	ls = be->ls;
 	pthread_mutex_lock(&ls->mu);
+	be->nmembers = (int)nm;
 	if (ls->our_slot == 0) {
 		int rank = 1;
 
@@ -349,6 +351,17 @@ static int dlm_backend_cancel(struct clr_ls *ls, struct clr_lock *lk)
 	return rc && errno != EBUSY ? (errno ? -errno : -EIO) : 0;
 }
 
+static int dlm_backend_member_count(struct clr_ls *ls)
+{
+	struct dlm_be *be = dbe(ls);
+	int n;
+
+	pthread_mutex_lock(&ls->mu);
+	n = be && be->cpg_ok ? be->nmembers : 0;
+	pthread_mutex_unlock(&ls->mu);
+	return n;
+}
+
 const struct clr_lock_backend_ops clr_lock_backend_dlm = {
 	.name = "dlm",
 	.open = dlm_backend_open,
@@ -356,4 +369,5 @@ const struct clr_lock_backend_ops clr_lock_backend_dlm = {
 	.request = dlm_backend_request,
 	.unlock = dlm_backend_unlock,
 	.cancel = dlm_backend_cancel,
+	.member_count = dlm_backend_member_count,
 };

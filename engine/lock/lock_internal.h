@@ -33,6 +33,8 @@ struct clr_lock_backend_ops {
 	int (*confirm_dead)(struct clr_ls *ls, uint64_t member); /* optional */
 	/** Digest of the replicated state, for consistency tests (optional). */
 	uint64_t (*digest)(struct clr_ls *ls);
+	/** Live members (optional; clr_ls_member_count()). */
+	int (*member_count)(struct clr_ls *ls);
 };
 
 enum clr_lock_op { CLR_OP_NONE, CLR_OP_REQUEST, CLR_OP_UNLOCK };

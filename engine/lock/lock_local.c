@@ -210,6 +210,22 @@ static int local_cancel(struct clr_ls *ls, struct clr_lock *lk)
 	return rc == -EBUSY ? 0 : rc;
 }
 
+static int local_member_count(struct clr_ls *ls)
+{
+	struct local_table *t;
+	int n = 0;
+
+	pthread_mutex_lock(&registry_mu);
+	t = tab_of(ls);
+	if (t) {
+		pthread_mutex_lock(&t->mu);
+		n = t->nmembers;
+		pthread_mutex_unlock(&t->mu);
+	}
+	pthread_mutex_unlock(&registry_mu);
+	return n;
+}
+
 const struct clr_lock_backend_ops clr_lock_backend_local = {
 	.name = "local",
 	.open = local_open,
@@ -217,4 +233,5 @@ const struct clr_lock_backend_ops clr_lock_backend_local = {
 	.request = local_request,
 	.unlock = local_unlock,
 	.cancel = local_cancel,
+	.member_count = local_member_count,
 };

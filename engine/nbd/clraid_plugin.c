@@ -1,7 +1,7 @@
 /* nbdkit-clraid-plugin: serves one clraid array over NBD.
  *
  *   nbdkit clraid name=NAME device=PATH [device=PATH ...] | devices="A B ..."
- *                 [run_dir=/run/clraid] [lock=local] [buffered=false]
+ *                 [run_dir=/run/clraid] [lock=local|cpg|dlm] [buffered=false]
  *
  * The array is assembled in .get_ready (before nbdkit forks, so a bad
  * member fails the start with one line) and run in .after_fork, where the
@@ -127,10 +127,6 @@ static int clraid_config_complete(void)
         nbdkit_error("no member devices: give device=PATH (repeatable) or devices=\"A B ...\"");
         return -1;
     }
-    if (strcmp(lock, "local") != 0) {
-        nbdkit_error("lock=%s is not available yet in this clraid (only lock=local)", lock);
-        return -1;
-    }
     return 0;
 }
 
@@ -139,7 +135,7 @@ static int clraid_config_complete(void)
     "device=PATH          a member or spare; repeat for each\n" \
     "devices=\"A B ...\"    members as one list\n" \
     "run_dir=DIR          where NAME.ctl is created (default /run/clraid)\n" \
-    "lock=local           lock backend (only local for now)\n" \
+    "lock=local           local: this node alone; cpg or dlm: join the cluster\n" \
     "buffered=false       true: never use O_DIRECT on members\n" \
     "skip_stale=false     true: leave stale/faulty members out, start degraded\n" \
     "bitmap=normal        all-dirty: no bitmap flushes, full resync after a crash"

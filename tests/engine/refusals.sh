@@ -25,7 +25,15 @@ before=$(sums "$1" "$TESTDIR/o1")
 expect_refusal "member of another array" "$CLRAID" start r "$1" "$TESTDIR/o1" --run-dir "$RUN"
 [ "$(sums "$1" "$TESTDIR/o1")" = "$before" ] || fail "a refused start wrote to a member"
 expect_refusal "missing device" "$CLRAID" start r "$1" "$TESTDIR/nope" --run-dir "$RUN"
-expect_refusal "lock backend" "$CLRAID" start r "$TESTDIR/o0" "$TESTDIR/o1" --lock cpg --run-dir "$RUN"
+expect_refusal "lock backend" "$CLRAID" start r "$TESTDIR/o0" "$TESTDIR/o1" --lock bogus --run-dir "$RUN"
+# RAID5/6 cannot run clustered in this release: refused before anything runs.
+truncate -s 64M "$TESTDIR/p0" "$TESTDIR/p1" "$TESTDIR/p2"
+"$CLRAID" create --level=5 --raid-devices=3 --nodes=2 --home-cluster=c --assume-clean "$TESTDIR/p0" "$TESTDIR/p1" "$TESTDIR/p2" >/dev/null
+before=$(sums "$TESTDIR/p0" "$TESTDIR/p1" "$TESTDIR/p2")
+expect_refusal "clustered raid5" "$CLRAID" start p "$TESTDIR/p0" "$TESTDIR/p1" "$TESTDIR/p2" --lock cpg --run-dir "$RUN"
+grep -q "stripe-lock" "$TESTDIR/err" || fail "the refusal must say why: $(cat "$TESTDIR/err")"
+[ "$(wc -l <"$TESTDIR/err")" -eq 1 ] || fail "more than one line: $(cat "$TESTDIR/err")"
+[ "$(sums "$TESTDIR/p0" "$TESTDIR/p1" "$TESTDIR/p2")" = "$before" ] || fail "a refused start wrote to a member"
 expect_refusal "bad name" "$CLRAID" start ../x "$TESTDIR/o0" --run-dir "$RUN"
 expect_refusal "not running" "$CLRAID" status nothere --run-dir "$RUN"
 

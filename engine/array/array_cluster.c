@@ -1,0 +1,1315 @@
+/* clraid array core: the cluster host. Every md-cluster protocol sequence
+ * runs in the protocol core (cluster/mdc.h); this file gives it the real
+ * lock service (one clr_lock per resource name), the broadcast channel,
+ * bitmap slot I/O, superblock reloads and the data path's drains, and runs
+ * the lockspace's dispatch thread and the takeover (recovery) thread.
+ *
+ * Lock order: nothing of the array is held while calling into the core,
+ * except meta_lock around meta_begin/end (the receiver never takes it).
+ * The core calls changed() with its mutex held: that only takes cl->mu. */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <time.h>
+
+#include <blkid/blkid.h>
+
+#include "array/array_internal.h"
+#include "cluster/mdc.h"
+#include "lock/bcast.h"
+#include "lock/lock.h"
+#include "lock/lock_internal.h"
+
+#define CL_JOIN_TIMEOUT_MS   10000
+#define CL_BCAST_TIMEOUT_MS  30000
+#define CL_SLICE_MS          200        /* bounded lock waits, then re-check stop */
+#define CL_LOCK_LIMIT_MS     30000      /* a protocol lock that never comes */
+#define CL_RESYNC_LIMIT_MS   1000       /* `resync`: back to the sync loop */
+#define CL_MAX_CANDIDATES    8
+
+struct cl_lockent {
+    struct cl_lockent *next;
+    pthread_mutex_t mu;             /* one operation at a time per resource */
+    struct clr_lock *lk;
+};
+
+struct cl_candidate {
+    uint32_t dev_number;
+    uint8_t uuid[16];
+    char *path;
+    struct clr_io_dev *io;
+};
+
+struct arr_cluster {
+    struct clr_array *a;
+    struct clr_ls *ls;
+    struct clr_bcast *bc;
+    struct clr_mdc mdc;
+    bool mdc_ready;
+    bool joined;                    /* clr_mdc_join() succeeded */
+    pthread_mutex_t mu;             /* gen, stop, candidates, lock list */
+    pthread_cond_t cond;
+    uint64_t gen;                   /* bumped by changed() and events */
+    bool stop;
+    struct cl_lockent *locks;
+    struct cl_candidate cand[CL_MAX_CANDIDATES];
+    unsigned ncand;
+    pthread_t rec_thread;
+    bool rec_on;
+    atomic_uint_fast64_t lock_ops;
+    bool frozen_by_cluster;
+    int members;                    /* live members at the last event (mu) */
+    char backend[16];
+};
+
+/* The thread holding `metadata` (its superblock writes need no second begin). */
+static __thread bool tl_meta_held;
+
+bool clr_arr_cl_meta_held(void)
+{
+    return tl_meta_held;
+}
+
+static bool cl_stopping(struct arr_cluster *cl)
+{
+    bool s;
+
+    pthread_mutex_lock(&cl->mu);
+    s = cl->stop;
+    pthread_mutex_unlock(&cl->mu);
+    return s;
+}
+
+static void cl_wake(struct arr_cluster *cl)
+{
+    pthread_mutex_lock(&cl->mu);
+    cl->gen++;
+    pthread_cond_broadcast(&cl->cond);
+    pthread_mutex_unlock(&cl->mu);
+}
+
+static void deadline(struct timespec *ts, unsigned ms)
+{
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000;
+    if (ts->tv_nsec >= 1000000000) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000;
+    }
+}
+
+/* ---- host: locks ---- */
+
+static struct cl_lockent *lock_get(struct arr_cluster *cl, const char *res)
+{
+    struct cl_lockent *le;
+
+    pthread_mutex_lock(&cl->mu);
+    for (le = cl->locks; le; le = le->next)
+        if (strcmp(clr_lock_name(le->lk), res) == 0)
+            break;
+    if (!le) {
+        le = calloc(1, sizeof *le);
+        if (le) {
+            le->lk = clr_lock_create(cl->ls, res, NULL, NULL, NULL);
+            if (!le->lk) {
+                free(le);
+                le = NULL;
+            } else {
+                pthread_mutex_init(&le->mu, NULL);
+                le->next = cl->locks;
+                cl->locks = le;
+            }
+        }
+    }
+    pthread_mutex_unlock(&cl->mu);
+    return le;
+}
+
+static int h_lock(void *arg, const char *res, int mode, unsigned flags, uint8_t *lvb)
+{
+    struct arr_cluster *cl = arg;
+    struct cl_lockent *le = lock_get(cl, res);
+    unsigned limit = strcmp(res, "resync") == 0 ? CL_RESYNC_LIMIT_MS : CL_LOCK_LIMIT_MS;
+    uint64_t start = clr_lock_now_ms();
+    int rc;
+
+    if (!le)
+        return -ENOMEM;
+    atomic_fetch_add(&cl->lock_ops, 1);
+    pthread_mutex_lock(&le->mu);
+    for (;;) {
+        if ((flags & CLR_LOCK_F_VALBLK) && lvb)
+            memcpy(clr_lock_lvb(le->lk), lvb, CLR_LOCK_LVB_LEN);
+        rc = clr_lock_sync(le->lk, mode, flags, (flags & CLR_LOCK_F_NOQUEUE) ? 0 : CL_SLICE_MS);
+        if (rc != -ETIMEDOUT)
+            break;
+        if (cl_stopping(cl)) {
+            rc = -ESHUTDOWN;
+            break;
+        }
+        if (clr_lock_now_ms() - start >= limit)
+            break;
+    }
+    if (rc == 0 && (flags & CLR_LOCK_F_VALBLK) && lvb)
+        memcpy(lvb, clr_lock_lvb(le->lk), CLR_LOCK_LVB_LEN);
+    pthread_mutex_unlock(&le->mu);
+    return rc;
+}
+
+static int h_unlock(void *arg, const char *res)
+{
+    struct arr_cluster *cl = arg;
+    struct cl_lockent *le = lock_get(cl, res);
+    int rc = 0;
+
+    if (!le)
+        return -ENOMEM;
+    atomic_fetch_add(&cl->lock_ops, 1);
+    pthread_mutex_lock(&le->mu);
+    if (clr_lock_mode(le->lk) != CLR_LOCK_IV)
+        rc = clr_unlock_sync(le->lk, 0, CL_LOCK_LIMIT_MS);
+    pthread_mutex_unlock(&le->mu);
+    return rc;
+}
+
+/* ---- host: broadcast ---- */
+
+static int h_send(void *arg, const struct clr_mdc_msg *m, unsigned *refused)
+{
+    struct arr_cluster *cl = arg;
+    struct clr_bcast_msg raw;
+    struct clr_bcast_result res;
+    int rc;
+
+    memset(&raw, 0, sizeof raw);
+    clr_mdc_msg_encode(m, &raw);
+    rc = clr_bcast_send(cl->bc, &raw, &res);
+    if (refused)
+        *refused = res.refused;
+    return rc;
+}
+
+static int bcast_recv(void *arg, const struct clr_bcast_msg *m)
+{
+    struct arr_cluster *cl = arg;
+
+    return clr_mdc_receive(&cl->mdc, m);
+}
+
+/* ---- host: bitmap slots ---- */
+
+static uint64_t slot_region_bytes(const struct clr_array *a)
+{
+    return a->bm_write_bytes;
+}
+
+/* First in-sync member with an open handle (the "good" member). */
+static struct arr_member *good_member(struct clr_array *a)
+{
+    struct arr_member *g = NULL;
+
+    pthread_mutex_lock(&a->lock);
+    for (unsigned i = 0; i < a->nmem && !g; i++)
+        if (a->mem[i]->state == ARR_M_IN_SYNC && a->mem[i]->io)
+            g = a->mem[i];
+    pthread_mutex_unlock(&a->lock);
+    return g;
+}
+
+static int read_region(struct clr_array *a, unsigned slot, uint8_t **out)
+{
+    struct arr_member *g = good_member(a);
+    uint8_t *buf;
+    int rc;
+
+    if (!g)
+        return -ENODEV;
+    rc = clr_io_alloc((void **)&buf, slot_region_bytes(a));
+    if (rc)
+        return rc;
+    rc = clr_io_pread(g->io, buf, slot_region_bytes(a), clr_bitmap_slot_offset(&a->sb, &a->bsb, slot));
+    if (rc) {
+        clr_io_free(buf);
+        return rc;
+    }
+    *out = buf;
+    return 0;
+}
+
+static int h_bitmap_read(void *arg, unsigned slot, uint8_t *bits, size_t nbytes)
+{
+    struct arr_cluster *cl = arg;
+    uint8_t *buf;
+    int rc = read_region(cl->a, slot, &buf);
+
+    if (rc)
+        return rc;
+    if (nbytes > slot_region_bytes(cl->a) - CLR_BITMAP_SB_BYTES)
+        nbytes = slot_region_bytes(cl->a) - CLR_BITMAP_SB_BYTES;
+    memcpy(bits, buf + CLR_BITMAP_SB_BYTES, nbytes);
+    clr_io_free(buf);
+    return 0;
+}
+
+static int h_bitmap_clear(void *arg, unsigned slot)
+{
+    struct arr_cluster *cl = arg;
+    struct clr_array *a = cl->a;
+    struct arr_member *tgt[ARR_MAX_MEMBERS];
+    unsigned n = 0;
+    uint8_t *buf;
+    int rc = read_region(a, slot, &buf);
+
+    if (rc)
+        return rc;
+    memset(buf + CLR_BITMAP_SB_BYTES, 0, slot_region_bytes(a) - CLR_BITMAP_SB_BYTES);
+    pthread_mutex_lock(&a->lock);
+    for (unsigned i = 0; i < a->nmem; i++) {
+        struct arr_member *m = a->mem[i];
+
+        if ((m->state == ARR_M_IN_SYNC || m->state == ARR_M_REBUILDING) && m->io)
+            tgt[n++] = m;
+    }
+    pthread_mutex_unlock(&a->lock);
+    for (unsigned i = 0; i < n && rc == 0; i++) {
+        int w = clr_io_pwrite(tgt[i]->io, buf, slot_region_bytes(a),
+                              clr_bitmap_slot_offset(&a->sb, &a->bsb, slot), CLR_IO_FUA);
+
+        if (w)
+            rc = clr_arr_member_failed(a, tgt[i], w) ? w : 0;
+    }
+    clr_io_free(buf);
+    return rc;
+}
+
+static int h_bitmap_merge(void *arg, const uint8_t *bits, size_t nbytes)
+{
+    struct arr_cluster *cl = arg;
+    struct clr_array *a = cl->a;
+    uint64_t cs = a->bmc.chunk_sectors, any = 0;
+
+    pthread_mutex_lock(&a->bm_lock);
+    for (uint64_t k = 0; k < a->bmc.nchunks && k / 8 < nbytes; k++) {
+        if (!clr_bitmap_test(bits, k))
+            continue;
+        uint64_t s = k * cs, n = s + cs <= a->sync_sectors ? cs : a->sync_sectors - s;
+
+        clr_bmc_mark_needed(&a->bmc, s, n);
+        any++;
+    }
+    pthread_mutex_unlock(&a->bm_lock);
+    if (any)
+        return clr_arr_bm_flush(a);     /* our slot, durable on every in-sync member */
+    return 0;
+}
+
+static void h_want_resync(void *arg)
+{
+    struct arr_cluster *cl = arg;
+    struct clr_array *a = cl->a;
+
+    pthread_mutex_lock(&a->lock);
+    a->resync_pending = true;
+    clr_arr_sync_kick_locked(a);
+    pthread_mutex_unlock(&a->lock);
+}
+
+static int h_pause(void *arg, unsigned ms)
+{
+    struct arr_cluster *cl = arg;
+    struct timespec ts;
+    uint64_t g;
+    int rc = 0;
+
+    deadline(&ts, ms);
+    pthread_mutex_lock(&cl->mu);
+    g = cl->gen;
+    while (!cl->stop && cl->gen == g && rc == 0)
+        rc = pthread_cond_timedwait(&cl->cond, &cl->mu, &ts);
+    rc = cl->stop ? -ESHUTDOWN : 0;
+    pthread_mutex_unlock(&cl->mu);
+    return rc;
+}
+
+static int h_drain(void *arg, uint64_t lo, uint64_t hi)
+{
+    struct arr_cluster *cl = arg;
+    struct arr_range r;
+
+    if (hi <= lo)
+        return 0;
+    clr_arr_rl_lock(&cl->a->rl, &r, lo, hi - lo);
+    clr_arr_rl_unlock(&cl->a->rl, &r);
+    return 0;
+}
+
+/* ---- host: superblocks ---- */
+
+static bool member_recovering(const struct clr_md_sb *sb)
+{
+    return (sb->feature_map & CLR_MD_FEAT_RECOVERY_OFFSET) && sb->recovery_offset != CLR_MD_MAX_SECTOR;
+}
+
+static int read_sb_io(struct clr_io_dev *io, const uint8_t *set_uuid, struct clr_md_sb *sb)
+{
+    struct clr_err de;
+    uint8_t *buf;
+    int rc = clr_io_alloc((void **)&buf, CLR_MD_SB_AREA_BYTES);
+
+    if (rc)
+        return rc;
+    rc = clr_io_pread(io, buf, CLR_MD_SB_AREA_BYTES, CLR_MD_V12_SB_SECTOR * ARR_SECTOR);
+    if (rc == 0)
+        rc = clr_md_sb_decode(buf, CLR_MD_SB_AREA_BYTES, 0, sb, &de);
+    if (rc == 0 && set_uuid && memcmp(sb->set_uuid, set_uuid, 16) != 0)
+        rc = -EINVAL;
+    clr_io_free(buf);
+    return rc;
+}
+
+static void drop_candidate_locked(struct arr_cluster *cl, unsigned i)
+{
+    clr_io_close(cl->cand[i].io);
+    free(cl->cand[i].path);
+    cl->cand[i] = cl->cand[--cl->ncand];
+}
+
+/* Candidates from NEWDISK: kept as a member if the superblocks now carry
+ * them, dropped if the adder rolled back. */
+static void settle_candidates(struct arr_cluster *cl, const struct clr_md_sb *ref)
+{
+    struct clr_array *a = cl->a;
+
+    pthread_mutex_lock(&cl->mu);
+    for (unsigned i = 0; i < cl->ncand;) {
+        struct cl_candidate *c = &cl->cand[i];
+        struct clr_md_sb sb;
+        struct arr_member *m;
+        bool ok = read_sb_io(c->io, a->sb.set_uuid, &sb) == 0 &&
+                  memcmp(sb.device_uuid, c->uuid, 16) == 0 && sb.dev_number == c->dev_number &&
+                  c->dev_number < ref->max_dev && ref->dev_roles[c->dev_number] != CLR_MD_ROLE_FAULTY;
+
+        if (!ok || !(m = calloc(1, sizeof *m))) {
+            clr_arr_log(a, LOG_INFO, "%s: new device %u not taken (the adder rolled back)",
+                        c->path, c->dev_number);
+            drop_candidate_locked(cl, i);
+            continue;
+        }
+        m->path = c->path;
+        m->sb = sb;
+        m->dev_number = c->dev_number;
+        m->role = -1;
+        m->state = ARR_M_SPARE;
+        m->io = c->io;
+        pthread_mutex_lock(&a->lock);
+        if (a->nmem < ARR_MAX_MEMBERS) {
+            a->mem[a->nmem++] = m;
+            clr_arr_log(a, LOG_NOTICE, "%s: added as device %u by another node", m->path, m->dev_number);
+        } else {
+            clr_io_close(m->io);
+            free(m->path);
+            free(m);
+        }
+        pthread_mutex_unlock(&a->lock);
+        cl->cand[i] = cl->cand[--cl->ncand];
+    }
+    pthread_mutex_unlock(&cl->mu);
+}
+
+/* Re-reads the superblock of @dev_number (or a good member) and applies
+ * what other nodes changed: faulty roles (marked here without writing and
+ * without a local recovery), spares activated elsewhere (written, not read,
+ * until a later update shows them in sync), events. */
+static int reload_sb(struct clr_array *a, uint32_t dev_number)
+{
+    struct arr_cluster *cl = a->cl;
+    struct arr_member *src = NULL, *chk[ARR_MAX_MEMBERS];
+    struct clr_md_sb sb, *own;
+    bool have[ARR_MAX_MEMBERS] = { false }, changed = false;
+    unsigned nchk = 0;
+    int rc;
+
+    pthread_mutex_lock(&a->lock);
+    for (unsigned i = 0; i < a->nmem; i++) {
+        struct arr_member *m = a->mem[i];
+
+        if (m->io && m->dev_number == dev_number && m->state != ARR_M_FAULTY && m->state != ARR_M_REMOVED)
+            src = m;
+    }
+    pthread_mutex_unlock(&a->lock);
+    if (!src)
+        src = good_member(a);
+    if (!src)
+        return -ENODEV;
+    rc = read_sb_io(src->io, a->sb.set_uuid, &sb);
+    if (rc) {
+        clr_arr_log(a, LOG_ERR, "%s: cannot re-read the superblock: %s", src->path, strerror(-rc));
+        return rc;
+    }
+    /* new devices announced by NEWDISK first: they may have a role now */
+    if (cl)
+        settle_candidates(cl, &sb);
+    own = calloc(ARR_MAX_MEMBERS, sizeof *own);
+    if (!own)
+        return -ENOMEM;
+    pthread_mutex_lock(&a->lock);
+    for (unsigned i = 0; i < a->nmem; i++) {
+        struct arr_member *m = a->mem[i];
+
+        if (m->io && (m->state == ARR_M_SPARE || (m->state == ARR_M_REBUILDING && m->remote_rebuild)))
+            chk[nchk++] = m;
+    }
+    pthread_mutex_unlock(&a->lock);
+    for (unsigned i = 0; i < nchk; i++)
+        have[i] = read_sb_io(chk[i]->io, a->sb.set_uuid, &own[i]) == 0;
+    pthread_mutex_lock(&a->lock);
+    if (sb.events > a->sb.events)
+        a->sb.events = sb.events;
+    for (unsigned i = 0; i < a->nmem; i++) {
+        struct arr_member *m = a->mem[i];
+        uint16_t r;
+
+        if (m->dev_number >= sb.max_dev || m->state == ARR_M_REMOVED)
+            continue;
+        r = sb.dev_roles[m->dev_number];
+        if (r == CLR_MD_ROLE_FAULTY && m->state != ARR_M_FAULTY) {
+            clr_arr_log(a, LOG_ERR, "%s: marked faulty by another node", m->path);
+            clr_arr_mark_faulty_remote_locked(a, m);
+            changed = true;
+        } else if (r < a->g.raid_disks && m->state == ARR_M_SPARE && !a->role_mem[r]) {
+            m->role = r;
+            m->state = ARR_M_REBUILDING;
+            m->remote_rebuild = true;
+            m->bitmap_recovery = false;
+            a->role_mem[r] = m;
+            clr_arr_log(a, LOG_NOTICE, "%s: takes role %u on another node, rebuilding there", m->path, r);
+            changed = true;
+        }
+    }
+    for (unsigned i = 0; i < nchk; i++) {
+        struct arr_member *m = chk[i];
+
+        if (!have[i] || m->state != ARR_M_REBUILDING || !m->remote_rebuild || m->role < 0 ||
+            m->dev_number >= sb.max_dev || sb.dev_roles[m->dev_number] != (uint16_t)m->role)
+            continue;
+        if (!member_recovering(&own[i]) && own[i].events + 1 >= sb.events) {
+            m->state = ARR_M_IN_SYNC;
+            m->remote_rebuild = false;
+            m->bitmap_recovery = false;
+            clr_arr_log(a, LOG_NOTICE, "%s: in sync (recovered by another node)", m->path);
+            changed = true;
+        }
+    }
+    if (changed) {
+        clr_arr_recompute_locked(a);
+        /* whole again: our NEEDED chunks (writes while degraded) can go */
+        if (!a->degraded)
+            a->resync_pending = true;
+        clr_arr_sync_kick_locked(a);
+    }
+    pthread_mutex_unlock(&a->lock);
+    free(own);
+    if (changed)
+        clr_arr_bm_set_degraded(a);
+    return 0;
+}
+
+static int h_reload_sb(void *arg, uint32_t dev_number)
+{
+    struct arr_cluster *cl = arg;
+
+    return reload_sb(cl->a, dev_number);
+}
+
+/* NEWDISK: look for the device uuid in the directories of our members. */
+static int h_find_disk(void *arg, const uint8_t uuid[16], uint32_t dev_number)
+{
+    struct arr_cluster *cl = arg;
+    struct clr_array *a = cl->a;
+    char want[37], dirs[ARR_MAX_MEMBERS][256];
+    unsigned ndirs = 0;
+    int rc = -ENOENT;
+
+    clr_uuid_format_dashed(uuid, want);
+    pthread_mutex_lock(&a->lock);
+    for (unsigned i = 0; i < a->nmem; i++) {
+        char tmp[256];
+        bool dup = false;
+
+        snprintf(tmp, sizeof tmp, "%s", a->mem[i]->path);
+        const char *d = dirname(tmp);
+
+        for (unsigned j = 0; j < ndirs && !dup; j++)
+            dup = strcmp(dirs[j], d) == 0;
+        if (!dup && ndirs < ARR_MAX_MEMBERS)
+            snprintf(dirs[ndirs++], sizeof dirs[0], "%s", d);
+    }
+    pthread_mutex_unlock(&a->lock);
+    for (unsigned i = 0; i < ndirs && rc == -ENOENT; i++) {
+        DIR *d = opendir(dirs[i]);
+        struct dirent *de;
+
+        if (!d)
+            continue;
+        while (rc == -ENOENT && (de = readdir(d)) != NULL) {
+            char path[512];
+            const char *val = NULL;
+            struct stat st;
+            blkid_probe pr;
+
+            if (de->d_name[0] == '.')
+                continue;
+            snprintf(path, sizeof path, "%s/%s", dirs[i], de->d_name);
+            if (stat(path, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)))
+                continue;
+            pr = blkid_new_probe_from_filename(path);
+            if (!pr)
+                continue;
+            blkid_probe_enable_superblocks(pr, 1);
+            blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_UUID | BLKID_SUBLKS_TYPE);
+            if (blkid_do_safeprobe(pr) == 0 && blkid_probe_lookup_value(pr, "UUID_SUB", &val, NULL) == 0 &&
+                val && strcmp(val, want) == 0) {
+                struct clr_io_dev *io = NULL;
+                unsigned fl = (a->flags & CLR_ARRAY_BUFFERED) ? CLR_IO_OPEN_BUFFERED : 0;
+
+                if (clr_io_open(a->ctx, path, fl, &io) == 0) {
+                    pthread_mutex_lock(&cl->mu);
+                    if (cl->ncand < CL_MAX_CANDIDATES) {
+                        struct cl_candidate *c = &cl->cand[cl->ncand++];
+
+                        c->dev_number = dev_number;
+                        memcpy(c->uuid, uuid, 16);
+                        c->path = realpath(path, NULL);
+                        if (!c->path)
+                            c->path = strdup(path);
+                        c->io = io;
+                        io = NULL;
+                        rc = 0;
+                    }
+                    pthread_mutex_unlock(&cl->mu);
+                    clr_io_close(io);
+                }
+            }
+            blkid_free_probe(pr);
+        }
+        closedir(d);
+    }
+    clr_arr_log(a, rc ? LOG_WARNING : LOG_INFO, "new device %u (UUID_SUB %s) %s", dev_number, want,
+                rc ? "not found on this node" : "found");
+    return rc;
+}
+
+static struct arr_member *by_dev_locked(struct clr_array *a, uint32_t dn)
+{
+    struct arr_member *best = NULL;
+
+    for (unsigned i = 0; i < a->nmem; i++)
+        if (a->mem[i]->dev_number == dn && (!best || best->state == ARR_M_REMOVED))
+            best = a->mem[i];
+    return best;
+}
+
+static int h_remote_remove(void *arg, uint32_t dev_number)
+{
+    struct arr_cluster *cl = arg;
+    struct clr_array *a = cl->a;
+    struct arr_member *m;
+
+    pthread_mutex_lock(&a->lock);
+    m = by_dev_locked(a, dev_number);
+    if (m && (m->state == ARR_M_FAULTY || m->state == ARR_M_SPARE)) {
+        m->state = ARR_M_REMOVED;
+        m->role = -1;
+        clr_arr_log(a, LOG_NOTICE, "%s: removed by another node", m->path);
+    }
+    pthread_mutex_unlock(&a->lock);
+    return 0;
+}
+
+static int h_remote_readd(void *arg, uint32_t dev_number)
+{
+    struct arr_cluster *cl = arg;
+    struct clr_array *a = cl->a;
+    struct arr_member *m;
+    struct clr_io_dev *io = NULL;
+    struct clr_md_sb sb = { .dev_number = UINT32_MAX };
+    struct arr_range r;
+    char *path = NULL;
+    int rc = 0, role;
+
+    pthread_mutex_lock(&a->lock);
+    m = by_dev_locked(a, dev_number);
+    if (m && !m->io)
+        path = strdup(m->path);
+    pthread_mutex_unlock(&a->lock);
+    if (!m)
+        return -ENOENT;
+    if (path) {
+        rc = clr_io_open(a->ctx, path, (a->flags & CLR_ARRAY_BUFFERED) ? CLR_IO_OPEN_BUFFERED : 0, &io);
+        free(path);
+        if (rc)
+            return rc;
+    }
+    if (io || m->io) {
+        if (read_sb_io(io ? io : m->io, a->sb.set_uuid, &sb) != 0)
+            sb.dev_number = UINT32_MAX;
+    }
+    pthread_mutex_lock(&a->lock);
+    role = m->role;
+    if (role < 0 && sb.dev_number == dev_number && dev_number < sb.max_dev &&
+        sb.dev_roles[dev_number] < a->g.raid_disks)
+        role = sb.dev_roles[dev_number];
+    if ((m->state != ARR_M_FAULTY && m->state != ARR_M_REMOVED) || role < 0 ||
+        role >= (int)a->g.raid_disks || (a->role_mem[role] && a->role_mem[role] != m)) {
+        rc = -EINVAL;
+    } else {
+        if (io) {
+            m->io = io;
+            io = NULL;
+        }
+        m->role = role;
+        m->state = ARR_M_REBUILDING;
+        m->remote_rebuild = true;
+        m->bitmap_recovery = true;
+        a->role_mem[role] = m;
+        clr_arr_recompute_locked(a);
+        clr_arr_log(a, LOG_NOTICE, "%s: re-added by another node: written from now on", m->path);
+    }
+    pthread_mutex_unlock(&a->lock);
+    clr_io_close(io);
+    if (rc)
+        return rc;
+    /* writes issued without it drain before the re-adder gathers bitmaps */
+    clr_arr_rl_lock(&a->rl, &r, 0, UINT64_MAX / 2);
+    clr_arr_rl_unlock(&a->rl, &r);
+    return 0;
+}
+
+static void h_changed(void *arg)
+{
+    cl_wake(arg);
+}
+
+static void h_log(void *arg, int prio, const char *msg)
+{
+    struct arr_cluster *cl = arg;
+
+    clr_arr_log(cl->a, prio, "%s", msg);
+}
+
+/* ---- lockspace events and the takeover thread ---- */
+
+static void cl_event(struct clr_ls *ls, const struct clr_ls_event *ev, void *arg)
+{
+    struct arr_cluster *cl = arg;
+    struct clr_array *a = cl->a;
+
+    if (!cl->mdc_ready)
+        return;
+    if (ev->type == CLR_LS_EV_DONE || ev->type == CLR_LS_EV_MEMBER_FAILED) {
+        int n = clr_ls_member_count(ls);
+
+        pthread_mutex_lock(&cl->mu);
+        cl->members = n;
+        pthread_mutex_unlock(&cl->mu);
+    }
+    switch (ev->type) {
+    case CLR_LS_EV_PREP:
+        clr_mdc_on_prep(&cl->mdc);
+        break;
+    case CLR_LS_EV_MEMBER_FAILED:
+        if (ev->slot >= 1) {
+            clr_arr_log(a, LOG_WARNING, "cluster: member in slot %d failed: taking its bitmap over",
+                        ev->slot - 1);
+            clr_mdc_on_member_failed(&cl->mdc, (unsigned)(ev->slot - 1));
+        } else {
+            clr_arr_log(a, LOG_WARNING, "cluster: a member failed but the lock service gave no slot (node %u pid %u)",
+                        ev->nodeid, ev->pid);
+        }
+        cl_wake(cl);
+        break;
+    case CLR_LS_EV_DONE:
+        clr_mdc_on_done(&cl->mdc);
+        cl_wake(cl);
+        break;
+    case CLR_LS_EV_FREEZE:
+        pthread_mutex_lock(&a->lock);
+        a->frozen = true;
+        cl->frozen_by_cluster = true;
+        pthread_mutex_unlock(&a->lock);
+        clr_arr_log(a, LOG_CRIT, "cluster: quorum lost or partition: I/O frozen; restart the engine once the cluster is whole");
+        break;
+    case CLR_LS_EV_FENCE_TIMEOUT:
+        clr_arr_log(a, LOG_WARNING, "cluster: a failed member (node %u pid %u) is still not confirmed dead: its bitmap waits for the fencer",
+                    ev->nodeid, ev->pid);
+        break;
+    }
+}
+
+static void *rec_main(void *arg)
+{
+    struct arr_cluster *cl = arg;
+    unsigned backoff = 100;
+
+    pthread_mutex_lock(&cl->mu);
+    while (!cl->stop) {
+        uint64_t g = cl->gen;
+        bool pend;
+        int rc = 0;
+
+        pthread_mutex_unlock(&cl->mu);
+        pend = clr_mdc_recovery_pending(&cl->mdc);
+        if (pend)
+            rc = clr_mdc_recover(&cl->mdc);
+        pthread_mutex_lock(&cl->mu);
+        if (cl->stop)
+            break;
+        if (rc && rc != -ESHUTDOWN) {
+            struct timespec ts;
+
+            pthread_mutex_unlock(&cl->mu);
+            clr_arr_log(cl->a, LOG_ERR, "cluster: bitmap takeover failed (%s): retrying in %u ms",
+                        strerror(-rc), backoff);
+            pthread_mutex_lock(&cl->mu);
+            deadline(&ts, backoff);
+            pthread_cond_timedwait(&cl->cond, &cl->mu, &ts);
+            backoff = backoff < 5000 ? backoff * 2 : 5000;
+            continue;
+        }
+        backoff = 100;
+        if (cl->gen == g) {
+            struct timespec ts;
+
+            deadline(&ts, 1000);
+            pthread_cond_timedwait(&cl->cond, &cl->mu, &ts);
+        }
+    }
+    pthread_mutex_unlock(&cl->mu);
+    return NULL;
+}
+
+/* ---- start / stop ---- */
+
+int clr_arr_cl_check_config(const struct clr_array *a, struct clr_err *e)
+{
+    if (!a->cluster)
+        return 0;
+    if (a->g.pers->has_parity)
+        return clr_err_set(e, -EOPNOTSUPP, "'%s' is %s: clustered RAID5/6 needs the stripe-lock protocol, not in this release; start it with --lock local on one node",
+                           a->name, a->g.pers->name);
+    if (a->g.level == CLR_RAID_LEVEL10 && (a->g.far_copies > 1 || a->g.far_offset))
+        return clr_err_set(e, -EOPNOTSUPP, "'%s' is RAID10 with a far/offset layout: it cannot run clustered (its resync is not monotonic, as in md); start it with --lock local on one node",
+                           a->name);
+    return 0;
+}
+
+/* Our slot's bitmap (sb + bits) from the in-sync members: the union of
+ * their bits becomes DIRTY+NEEDED (a crash of this slot's last owner). */
+static int load_our_slot(struct clr_array *a, struct clr_err *e)
+{
+    struct arr_member *src[ARR_MAX_MEMBERS];
+    size_t nbytes = (clr_bitmap_bits(a->bsb.sync_size, a->bsb.chunksize) + 7) / 8;
+    uint8_t *buf = NULL, *u = calloc(1, nbytes + 1);
+    struct clr_bitmap_sb bsb;
+    struct clr_err de;
+    bool have_sb = false;
+    unsigned n = 0;
+    int rc = 0;
+
+    if (!u || clr_io_alloc((void **)&buf, a->bm_write_bytes)) {
+        free(u);
+        return clr_err_set(e, -ENOMEM, "out of memory");
+    }
+    pthread_mutex_lock(&a->lock);
+    for (unsigned i = 0; i < a->nmem; i++)
+        if (a->mem[i]->state == ARR_M_IN_SYNC && a->mem[i]->io)
+            src[n++] = a->mem[i];
+    pthread_mutex_unlock(&a->lock);
+    for (unsigned i = 0; i < n; i++) {
+        rc = clr_io_pread(src[i]->io, buf, a->bm_write_bytes, a->bm_off);
+        if (rc) {
+            clr_err_set(e, rc, "%s: cannot read bitmap slot %u: %s", src[i]->path, a->slot, strerror(-rc));
+            goto out;
+        }
+        if (!have_sb && clr_bitmap_sb_decode(buf, CLR_BITMAP_SB_BYTES, a->sb.set_uuid, &bsb, &de) == 0) {
+            have_sb = true;
+            a->bsb = bsb;
+        }
+        for (size_t b = 0; b < nbytes; b++)
+            u[b] |= buf[CLR_BITMAP_SB_BYTES + b];
+    }
+    clr_bmc_free(&a->bmc);
+    rc = clr_bmc_init(&a->bmc, a->sync_sectors, a->bsb.chunksize / ARR_SECTOR, 0);
+    if (rc) {
+        clr_err_set(e, rc, "cannot set up bitmap counters: %s", strerror(-rc));
+        goto out;
+    }
+    clr_bmc_load(&a->bmc, u, nbytes);
+out:
+    clr_io_free(buf);
+    free(u);
+    return rc;
+}
+
+static const struct clr_mdc_host host_ops = {
+    .lock = h_lock,
+    .unlock = h_unlock,
+    .send = h_send,
+    .bitmap_read = h_bitmap_read,
+    .bitmap_clear = h_bitmap_clear,
+    .bitmap_merge = h_bitmap_merge,
+    .want_resync = h_want_resync,
+    .pause = h_pause,
+    .drain = h_drain,
+    .reload_sb = h_reload_sb,
+    .find_disk = h_find_disk,
+    .remote_remove = h_remote_remove,
+    .remote_readd = h_remote_readd,
+    .changed = h_changed,
+    .log = h_log,
+};
+
+void clr_arr_cl_free(struct clr_array *a)
+{
+    struct arr_cluster *cl = a->cl;
+
+    if (!cl)
+        return;
+    if (cl->mdc_ready)
+        clr_mdc_destroy(&cl->mdc);
+    for (struct cl_lockent *le = cl->locks, *nx; le; le = nx) {
+        nx = le->next;
+        pthread_mutex_destroy(&le->mu);
+        free(le);
+    }
+    while (cl->ncand)
+        drop_candidate_locked(cl, 0);
+    pthread_mutex_destroy(&cl->mu);
+    pthread_cond_destroy(&cl->cond);
+    free(cl);
+    a->cl = NULL;
+}
+
+/* Releases our lock objects (before the lockspace closes). */
+static void cl_close(struct clr_array *a, bool killed)
+{
+    struct arr_cluster *cl = a->cl;
+
+    if (cl->bc)
+        clr_bcast_close(cl->bc);
+    cl->bc = NULL;
+    for (struct cl_lockent *le = cl->locks; le; le = le->next) {
+        if (!killed && clr_lock_mode(le->lk) != CLR_LOCK_IV)
+            clr_unlock_sync(le->lk, 0, 2000);
+        clr_lock_destroy(le->lk);
+        le->lk = NULL;
+    }
+    if (cl->ls)
+        clr_ls_close(cl->ls);
+    cl->ls = NULL;
+}
+
+int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
+{
+    struct clr_ls_config lc = { 0 };
+    struct clr_mdc_config mc = { 0 };
+    struct arr_cluster *cl;
+    char lsname[37];
+    int rc, slot;
+    unsigned nodes;
+    uint64_t win;
+
+    clr_arr_cl_free(a);     /* a previous run's */
+    cl = calloc(1, sizeof *cl);
+    if (!cl)
+        return clr_err_set(e, -ENOMEM, "out of memory");
+    cl->a = a;
+    snprintf(cl->backend, sizeof cl->backend, "%s", a->lock_backend);
+    pthread_mutex_init(&cl->mu, NULL);
+    pthread_cond_init(&cl->cond, NULL);
+    a->cl = cl;
+    clr_uuid_format_dashed(a->sb.set_uuid, lsname);
+    lc.backend = a->lock_backend;
+    lc.name = lsname;
+    lc.event = cl_event;
+    lc.event_arg = cl;
+    lc.join_timeout_ms = CL_JOIN_TIMEOUT_MS;
+    rc = clr_ls_open(&lc, &cl->ls);
+    if (rc) {
+        clr_err_set(e, rc, "cannot join lockspace %s (%s): %s%s", lsname, a->lock_backend, strerror(-rc),
+                    rc == -ENOTCONN ? ": start the cluster stack (corosync/dlm) first" : "");
+        goto fail;
+    }
+    slot = clr_ls_our_slot(cl->ls) - 1;
+    nodes = clr_bitmap_slots(&a->bsb);
+    if (slot < 0 || (unsigned)slot >= nodes || slot >= CLR_MDC_MAX_SLOTS) {
+        rc = clr_err_set(e, -ERANGE, "array was created for %u nodes; this is member %d: recreate with --nodes or stop a node",
+                         nodes, slot + 1);
+        goto fail;
+    }
+    a->slot = (uint32_t)slot;
+    a->bm_off = clr_bitmap_slot_offset(&a->sb, &a->bsb, a->slot);
+    rc = load_our_slot(a, e);
+    if (rc)
+        goto fail;
+    win = 65536;
+    if (a->g.level == CLR_RAID_LEVEL10) {
+        uint64_t w = (uint64_t)(a->g.raid_disks + a->g.near_copies - 1) / a->g.near_copies * a->g.chunk_sectors;
+
+        if (w > win)
+            win = w;
+    }
+    mc.slot = a->slot;
+    mc.nodes = nodes;
+    mc.sync_sectors = a->sync_sectors;
+    mc.chunk_sectors = a->bsb.chunksize / ARR_SECTOR;
+    mc.window_sectors = win;
+    {
+        struct clr_mdc_host h = host_ops;
+
+        h.arg = cl;
+        rc = clr_mdc_init(&cl->mdc, &mc, &h);
+    }
+    if (rc) {
+        clr_err_set(e, rc, "cannot set up the cluster protocol: %s", strerror(-rc));
+        goto fail;
+    }
+    cl->mdc_ready = true;
+    rc = clr_ls_start_dispatch_thread(cl->ls);
+    if (rc) {
+        clr_err_set(e, rc, "cannot start the lockspace thread: %s", strerror(-rc));
+        goto fail;
+    }
+    rc = clr_bcast_open(cl->ls, bcast_recv, cl, CL_BCAST_TIMEOUT_MS, &cl->bc);
+    if (rc) {
+        clr_err_set(e, rc, "cannot join the cluster broadcast channel: %s", strerror(-rc));
+        goto fail;
+    }
+    for (int tries = 0;; tries++) {
+        rc = clr_mdc_join(&cl->mdc);
+        if (rc != -EBUSY || tries >= 50)
+            break;
+        /* a survivor is still taking our slot over */
+        struct timespec ts = { 0, 200000000 };
+        nanosleep(&ts, NULL);
+    }
+    if (rc) {
+        clr_err_set(e, rc, "cannot join the cluster as slot %u: %s%s", a->slot, strerror(-rc),
+                    rc == -EBUSY ? " (slot already owned: another engine of this array runs here?)" : "");
+        goto fail;
+    }
+    cl->joined = true;
+    if (pthread_create(&cl->rec_thread, NULL, rec_main, cl) != 0) {
+        rc = clr_err_set(e, -EAGAIN, "cannot start the cluster recovery thread");
+        clr_mdc_leave(&cl->mdc, false);
+        cl->joined = false;
+        goto fail;
+    }
+    cl->rec_on = true;
+    pthread_mutex_lock(&cl->mu);
+    cl->members = clr_ls_member_count(cl->ls);
+    pthread_mutex_unlock(&cl->mu);
+    clr_arr_log(a, LOG_INFO, "joined cluster lockspace %s (%s) as slot %u of %u, %d members", lsname,
+                a->lock_backend, a->slot, nodes, cl->members);
+    return 0;
+fail:
+    pthread_mutex_lock(&cl->mu);
+    cl->stop = true;
+    pthread_mutex_unlock(&cl->mu);
+    cl_close(a, false);
+    return rc;
+}
+
+bool clr_arr_cl_alone(struct clr_array *a)
+{
+    bool alone;
+
+    if (!a->cl)
+        return true;
+    pthread_mutex_lock(&a->cl->mu);
+    alone = a->cl->members == 1;
+    pthread_mutex_unlock(&a->cl->mu);
+    return alone;
+}
+
+void clr_arr_cl_stop_threads(struct clr_array *a)
+{
+    struct arr_cluster *cl = a->cl;
+
+    if (!cl)
+        return;
+    pthread_mutex_lock(&cl->mu);
+    cl->stop = true;
+    pthread_cond_broadcast(&cl->cond);
+    pthread_mutex_unlock(&cl->mu);
+    if (cl->rec_on)
+        pthread_join(cl->rec_thread, NULL);
+    cl->rec_on = false;
+}
+
+void clr_arr_cl_leave(struct clr_array *a, bool unclean)
+{
+    struct arr_cluster *cl = a->cl;
+    int rc;
+
+    if (!cl || !cl->joined)
+        return;
+    clr_arr_cl_stop_threads(a);
+    rc = clr_mdc_leave(&cl->mdc, unclean);
+    if (rc)
+        clr_arr_log(a, LOG_WARNING, "cluster: leaving: %s", strerror(-rc));
+    cl->joined = false;
+    cl_close(a, false);
+    clr_arr_log(a, LOG_INFO, "left the cluster%s", unclean ? " (dirty chunks handed to the others)" : "");
+}
+
+void clr_arr_cl_crash(struct clr_array *a)
+{
+    struct arr_cluster *cl = a->cl;
+
+    if (!cl)
+        return;
+    pthread_mutex_lock(&cl->mu);
+    cl->stop = true;
+    pthread_cond_broadcast(&cl->cond);
+    pthread_mutex_unlock(&cl->mu);
+    if (cl->ls)
+        clr_lock_local_kill(cl->ls);
+}
+
+void clr_arr_cl_crash_finish(struct clr_array *a)
+{
+    struct arr_cluster *cl = a->cl;
+
+    if (!cl || !cl->joined)
+        return;
+    clr_arr_cl_stop_threads(a);
+    cl->joined = false;
+    cl_close(a, true);
+}
+
+/* ---- data path ---- */
+
+uint64_t clr_arr_cl_gen(struct clr_array *a)
+{
+    uint64_t g;
+
+    if (!a->cl)
+        return 0;
+    pthread_mutex_lock(&a->cl->mu);
+    g = a->cl->gen;
+    pthread_mutex_unlock(&a->cl->mu);
+    return g;
+}
+
+void clr_arr_cl_wait(struct clr_array *a, uint64_t gen, unsigned ms)
+{
+    struct arr_cluster *cl = a->cl;
+    struct timespec ts;
+    int rc = 0;
+
+    if (!cl)
+        return;
+    deadline(&ts, ms);
+    pthread_mutex_lock(&cl->mu);
+    while (cl->gen == gen && !cl->stop && rc == 0)
+        rc = pthread_cond_timedwait(&cl->cond, &cl->mu, &ts);
+    pthread_mutex_unlock(&cl->mu);
+}
+
+bool clr_arr_cl_write_blocked(struct clr_array *a, uint64_t lo, uint64_t hi)
+{
+    return a->cl && clr_mdc_write_blocked(&a->cl->mdc, lo, hi);
+}
+
+bool clr_arr_cl_read_first(struct clr_array *a, uint64_t lo, uint64_t hi)
+{
+    return a->cl && clr_mdc_read_first(&a->cl->mdc, lo, hi);
+}
+
+/* ---- superblocks ---- */
+
+int clr_arr_cl_meta_begin(struct clr_array *a)
+{
+    int rc;
+
+    if (!a->cl || tl_meta_held)
+        return 0;
+    rc = clr_mdc_meta_begin(&a->cl->mdc);
+    if (rc)
+        return rc;
+    tl_meta_held = true;
+    reload_sb(a, UINT32_MAX);
+    return 0;
+}
+
+void clr_arr_cl_meta_end(struct clr_array *a, bool send)
+{
+    struct arr_member *g;
+    int rc;
+
+    if (!a->cl || !tl_meta_held)
+        return;
+    g = good_member(a);
+    tl_meta_held = false;
+    rc = clr_mdc_meta_end(&a->cl->mdc, g ? g->dev_number : 0, send && g);
+    if (rc)
+        clr_arr_log(a, LOG_ERR, "cluster: METADATA_UPDATED not delivered: %s", strerror(-rc));
+}
+
+/* ---- sync ---- */
+
+bool clr_arr_needed_extent(struct clr_array *a, uint64_t *lo, uint64_t *hi)
+{
+    uint64_t cs = a->bmc.chunk_sectors, first = UINT64_MAX, last = 0;
+
+    pthread_mutex_lock(&a->bm_lock);
+    for (uint64_t k = 0; k < a->bmc.nchunks; k++) {
+        if (!clr_bmc_is_needed(&a->bmc, k))
+            continue;
+        if (first == UINT64_MAX)
+            first = k;
+        last = k;
+    }
+    pthread_mutex_unlock(&a->bm_lock);
+    if (first == UINT64_MAX) {
+        *lo = *hi = 0;
+        return false;
+    }
+    *lo = first * cs;
+    *hi = (last + 1) * cs < a->sync_sectors ? (last + 1) * cs : a->sync_sectors;
+    return true;
+}
+
+int clr_arr_cl_resync_begin(struct clr_array *a, uint64_t lo, uint64_t hi)
+{
+    int rc;
+
+    if (!a->cl)
+        return 0;
+    for (;;) {
+        bool stop;
+
+        rc = clr_mdc_resync_begin(&a->cl->mdc, lo, hi);
+        if (rc != -ETIMEDOUT && rc != -EAGAIN && rc != -EBUSY)
+            return rc;
+        pthread_mutex_lock(&a->lock);
+        stop = a->stopping || a->sync_abort;
+        pthread_mutex_unlock(&a->lock);
+        if (stop)
+            return -ECANCELED;
+    }
+}
+
+int clr_arr_cl_resync_window(struct clr_array *a, uint64_t lo, uint64_t hi, uint64_t end)
+{
+    uint64_t dlo, dhi;
+
+    if (!a->cl)
+        return 0;
+    if (!clr_arr_needed_extent(a, &dlo, &dhi))
+        dlo = a->sync_sectors;
+    return clr_mdc_resync_window(&a->cl->mdc, lo, hi, end, dlo);
+}
+
+void clr_arr_cl_resync_end(struct clr_array *a)
+{
+    uint64_t lo, hi;
+    int rc;
+
+    if (!a->cl)
+        return;
+    clr_arr_needed_extent(a, &lo, &hi);
+    rc = clr_mdc_resync_end(&a->cl->mdc, lo, hi);
+    if (rc)
+        clr_arr_log(a, LOG_WARNING, "cluster: ending the resync: %s", strerror(-rc));
+}
+
+/* ---- management ---- */
+
+int clr_arr_cl_send_remove(struct clr_array *a, uint32_t dev_number)
+{
+    return a->cl ? clr_mdc_send_remove(&a->cl->mdc, dev_number) : 0;
+}
+
+int clr_arr_cl_readd(struct clr_array *a, uint32_t dev_number)
+{
+    int rc;
+
+    if (!a->cl)
+        return 0;
+    rc = clr_mdc_send_readd(&a->cl->mdc, dev_number);
+    if (rc == 0)
+        rc = clr_mdc_gather_bitmaps(&a->cl->mdc);
+    return rc;
+}
+
+int clr_arr_cl_newdisk(struct clr_array *a, const uint8_t uuid[16], uint32_t dev_number)
+{
+    return a->cl ? clr_mdc_newdisk(&a->cl->mdc, uuid, dev_number) : 0;
+}
+
+/* ---- status ---- */
+
+void clr_arr_cl_status(struct clr_array *a, json_object *o, uint64_t *lock_ops, uint64_t *messages)
+{
+    json_object *c = json_object_new_object(), *x;
+    struct clr_mdc_stats st;
+    struct arr_cluster *cl = a->cl;
+
+    *lock_ops = *messages = 0;
+    if (!cl || !cl->mdc_ready) {
+        json_object_object_add(c, "backend", json_object_new_string(a->lock_backend ? a->lock_backend : "local"));
+        json_object_object_add(c, "slot", json_object_new_int64(a->slot));
+        json_object_object_add(c, "members", json_object_new_int(a->cluster ? 0 : 1));
+        json_object_object_add(c, "recovered_slots", json_object_new_int(0));
+        json_object_object_add(c, "recovering", json_object_new_boolean(false));
+        json_object_object_add(c, "read_balancing", json_object_new_boolean(true));
+        json_object_object_add(c, "remote_window", NULL);
+        json_object_object_add(c, "last_takeover", NULL);
+        json_object_object_add(c, "messages_sent", json_object_new_int(0));
+        json_object_object_add(c, "messages_received", json_object_new_int(0));
+        json_object_object_add(o, "cluster", c);
+        return;
+    }
+    clr_mdc_stats(&cl->mdc, &st);
+    pthread_mutex_lock(&cl->mu);
+    json_object_object_add(c, "backend", json_object_new_string(cl->backend));
+    json_object_object_add(c, "slot", json_object_new_int64(st.slot));
+    json_object_object_add(c, "members", json_object_new_int(cl->stop ? 0 : cl->members));
+    pthread_mutex_unlock(&cl->mu);
+    json_object_object_add(c, "recovered_slots", json_object_new_int64((int64_t)st.recovered_slots));
+    json_object_object_add(c, "recovering", json_object_new_boolean(st.recovering || st.pending));
+    json_object_object_add(c, "read_balancing", json_object_new_boolean(!(st.recovering || st.pending)));
+    if (st.win_from >= 0 && st.win_hi > st.win_lo) {
+        x = json_object_new_object();
+        json_object_object_add(x, "from", json_object_new_int(st.win_from));
+        json_object_object_add(x, "lo_bytes", json_object_new_int64((int64_t)(st.win_lo * ARR_SECTOR)));
+        json_object_object_add(x, "hi_bytes", json_object_new_int64((int64_t)(st.win_hi * ARR_SECTOR)));
+        json_object_object_add(c, "remote_window", x);
+    } else {
+        json_object_object_add(c, "remote_window", NULL);
+    }
+    if (st.last_taken_slot >= 0) {
+        x = json_object_new_object();
+        json_object_object_add(x, "slot", json_object_new_int(st.last_taken_slot));
+        json_object_object_add(x, "dirty_chunks", json_object_new_int64((int64_t)st.last_taken_chunks));
+        json_object_object_add(x, "bytes", json_object_new_int64((int64_t)(st.last_taken_chunks * a->bsb.chunksize)));
+        json_object_object_add(c, "last_takeover", x);
+    } else {
+        json_object_object_add(c, "last_takeover", NULL);
+    }
+    json_object_object_add(c, "messages_sent", json_object_new_int64((int64_t)st.msgs_sent));
+    json_object_object_add(c, "messages_received", json_object_new_int64((int64_t)st.msgs_received));
+    json_object_object_add(o, "cluster", c);
+    *lock_ops = atomic_load(&cl->lock_ops);
+    *messages = st.msgs_sent + st.msgs_received;
+}

@@ -1,0 +1,746 @@
+/* clraid array core in cluster mode: several clr_array instances in one
+ * process on the SAME member files, the md-cluster protocol on the
+ * in-process "local" lock backend (each array is a node). Member files
+ * live under /dev/shm (or $TMPDIR). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "array/array.h"
+#include "format/create_plan.h"
+#include "format/md_sb.h"
+#include "io/io.h"
+#include "raid/layout.h"
+
+#define MAXD 6
+#define MAXN 3
+
+struct tarr {
+    char dir[256];
+    char path[MAXD][320];
+    const char *devs[MAXD];
+    unsigned n;
+    uint64_t dev_bytes;
+    uint64_t data_offset;       /* sectors */
+};
+
+static void quiet_log(void *o, int prio, const char *msg)
+{
+    (void)prio;
+    if (getenv("CLR_TEST_VERBOSE"))
+        fprintf(stderr, "  [%s %d] %s\n", (const char *)o, prio, msg);
+}
+
+static void mkfiles(struct tarr *t, unsigned n, uint64_t bytes)
+{
+    const char *base = getenv("TMPDIR");
+    struct stat st;
+
+    if (!base || !*base)
+        base = stat("/dev/shm", &st) == 0 ? "/dev/shm" : "/var/tmp";
+    snprintf(t->dir, sizeof t->dir, "%s/clraid-cluster-test.XXXXXX", base);
+    assert_non_null(mkdtemp(t->dir));
+    t->n = n;
+    t->dev_bytes = bytes;
+    for (unsigned i = 0; i < n; i++) {
+        int fd;
+
+        snprintf(t->path[i], sizeof t->path[i], "%s/d%u", t->dir, i);
+        fd = open(t->path[i], O_RDWR | O_CREAT | O_TRUNC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(ftruncate(fd, (off_t)bytes), 0);
+        close(fd);
+        t->devs[i] = t->path[i];
+    }
+}
+
+static void rmfiles(struct tarr *t)
+{
+    char cmd[300];
+
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", t->dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", t->dir);
+}
+
+static void pwrite_all(const char *path, const void *buf, size_t len, uint64_t off)
+{
+    int fd = open(path, O_WRONLY);
+
+    assert_true(fd >= 0);
+    assert_int_equal(pwrite(fd, buf, len, (off_t)off), (ssize_t)len);
+    fsync(fd);
+    close(fd);
+}
+
+static void pread_all(const char *path, void *buf, size_t len, uint64_t off)
+{
+    int fd = open(path, O_RDONLY);
+
+    assert_true(fd >= 0);
+    assert_int_equal(pread(fd, buf, len, (off_t)off), (ssize_t)len);
+    close(fd);
+}
+
+/* An array for @nodes nodes on @nd files of @bytes. */
+static void make_array(struct tarr *t, int level, uint32_t layout, unsigned nd, unsigned nodes,
+                       uint64_t bytes, uint32_t bm_kib, bool assume_clean)
+{
+    struct clr_create_params p = { 0 }, chk;
+    struct clr_create_plan plan;
+    uint64_t sizes[MAXD];
+    struct clr_err e = { "" };
+    uint8_t *region, sbuf[CLR_MD_SB_AREA_BYTES];
+
+    mkfiles(t, nd, bytes);
+    p.level = level;
+    p.layout = layout;
+    p.layout_set = level != 1;
+    p.chunk_kib = 64;
+    p.bitmap_chunk_kib = bm_kib;
+    p.raid_disks = nd;
+    p.nodes = nodes;
+    strcpy(p.name, "t");
+    strcpy(p.cluster_name, "c");
+    p.assume_clean = assume_clean;
+    for (int i = 0; i < 16; i++)
+        p.set_uuid[i] = (uint8_t)rand();
+    p.now_sec = (uint64_t)time(NULL);
+    chk = p;
+    assert_int_equal(clr_create_check_params(&chk, nd, &e), 0);
+    for (unsigned i = 0; i < nd; i++)
+        sizes[i] = bytes / 512;
+    if (clr_create_plan(&p, sizes, nd, &plan, &e) != 0)
+        fail_msg("plan: %s", e.msg);
+    region = malloc(plan.stride_bytes);
+    for (unsigned i = 0; i < nd; i++) {
+        struct clr_md_sb sb;
+        uint8_t du[16];
+
+        for (uint32_t s = 0; s < plan.slots; s++) {
+            assert_int_equal(clr_create_bitmap_region(&plan, s, region, plan.stride_bytes), 0);
+            pwrite_all(t->path[i], region, plan.stride_bytes,
+                       (plan.sb.super_offset + (uint64_t)plan.sb.bitmap_offset) * 512 + s * plan.stride_bytes);
+        }
+        for (int k = 0; k < 16; k++)
+            du[k] = (uint8_t)rand();
+        clr_create_member_sb(&plan, i, bytes / 512, du, &sb);
+        t->data_offset = sb.data_offset;
+        assert_int_equal(clr_md_sb_encode(&sb, sbuf, sizeof sbuf), 0);
+        pwrite_all(t->path[i], sbuf, sizeof sbuf, 4096);
+    }
+    free(region);
+}
+
+static const char *const node_names[] = { "n0", "n1", "n2", "n3" };
+
+static struct clr_array_config cfg_for(struct tarr *t, unsigned node, const char *lock)
+{
+    struct clr_array_config c = { 0 };
+
+    c.name = "t";
+    c.devices = t->devs;
+    c.ndevices = t->n;
+    c.lock = lock;
+    c.flags = CLR_ARRAY_CLUSTER_LOCAL;
+    c.sync_speed_min_kib = 1000000;
+    c.sync_speed_max_kib = 10000000;
+    c.bitmap_sleep_ms = 60000;      /* bits stay dirty: a crash leaves them */
+    c.log = quiet_log;
+    c.log_opaque = (void *)node_names[node];
+    return c;
+}
+
+static struct clr_array *start_node(struct tarr *t, unsigned node)
+{
+    struct clr_array_config c = cfg_for(t, node, "local");
+    struct clr_array *a = NULL;
+    struct clr_err e = { "" };
+
+    if (clr_array_assemble(&c, &a, &e) != 0)
+        fail_msg("assemble: %s", e.msg);
+    if (clr_array_run(a, &e) != 0)
+        fail_msg("run: %s", e.msg);
+    return a;
+}
+
+static json_object *jget(json_object *o, const char *path)
+{
+    char buf[128], *save = NULL;
+
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *k = strtok_r(buf, ".", &save); k && o; k = strtok_r(NULL, ".", &save))
+        if (!json_object_object_get_ex(o, k, &o))
+            return NULL;
+    return o;
+}
+
+static int64_t st_int(struct clr_array *a, const char *path)
+{
+    json_object *o = clr_array_status_json(a), *x = jget(o, path);
+    int64_t v;
+
+    if (!x)
+        fail_msg("status has no %s", path);
+    v = json_object_get_int64(x);
+    json_object_put(o);
+    return v;
+}
+
+static bool st_null(struct clr_array *a, const char *path)
+{
+    json_object *o = clr_array_status_json(a), *x = NULL;
+    bool present = json_object_object_get_ex(jget(o, "cluster"), strrchr(path, '.') + 1, &x);
+
+    assert_true(present);
+    json_object_put(o);
+    return x == NULL;
+}
+
+static const char *dev_state(struct clr_array *a, unsigned i, char *buf, size_t len)
+{
+    json_object *o = clr_array_status_json(a), *d = jget(o, "devices"), *x;
+
+    assert_non_null(d);
+    x = json_object_array_get_idx(d, i);
+    assert_non_null(x);
+    snprintf(buf, len, "%s", json_object_get_string(jget(x, "state")));
+    json_object_put(o);
+    return buf;
+}
+
+static void wait_idle(struct clr_array *a)
+{
+    assert_int_equal(clr_array_wait_sync_idle(a, 60000), 0);
+}
+
+static uint64_t check_mismatches(struct clr_array *a)
+{
+    struct clr_err e;
+
+    wait_idle(a);
+    assert_int_equal(clr_array_start_check(a, false, &e), 0);
+    wait_idle(a);
+    return (uint64_t)st_int(a, "last_check.mismatches");
+}
+
+/* Polls @cond for up to @ms. */
+#define WAIT_FOR(cond, ms)                                              \
+    do {                                                                \
+        int _t;                                                         \
+        for (_t = 0; _t < (ms) && !(cond); _t += 10)                    \
+            usleep(10000);                                              \
+        if (!(cond))                                                    \
+            fail_msg("timed out waiting for %s", #cond);                \
+    } while (0)
+
+static void assert_files_equal(const char *p0, const char *p1, uint64_t data_off, uint64_t bytes)
+{
+    uint8_t *x = malloc(1 << 20), *y = malloc(1 << 20);
+
+    for (uint64_t off = 0; off < bytes; off += 1 << 20) {
+        size_t len = bytes - off < (1 << 20) ? bytes - off : 1 << 20;
+
+        pread_all(p0, x, len, data_off * 512 + off);
+        pread_all(p1, y, len, data_off * 512 + off);
+        if (memcmp(x, y, len) != 0)
+            fail_msg("%s differs from %s in [%" PRIu64 ", +%zu)", p1, p0, off, len);
+    }
+    free(x);
+    free(y);
+}
+
+static const char *find_dev_state(struct clr_array *a, const char *path, char *buf, size_t len)
+{
+    json_object *o = clr_array_status_json(a), *d = jget(o, "devices");
+
+    snprintf(buf, len, "absent");
+    for (size_t i = 0; d && i < json_object_array_length(d); i++) {
+        json_object *x = json_object_array_get_idx(d, i);
+
+        if (strcmp(json_object_get_string(jget(x, "path")), path) == 0 &&
+            (strcmp(buf, "absent") == 0 || strcmp(buf, "removed") == 0))
+            snprintf(buf, len, "%s", json_object_get_string(jget(x, "state")));
+    }
+    json_object_put(o);
+    return buf;
+}
+
+static bool dev_is(struct clr_array *a, const char *path, const char *state)
+{
+    char b[32];
+
+    return strcmp(find_dev_state(a, path, b, sizeof b), state) == 0;
+}
+
+/* Data areas of two RAID1 members are equal over [0, bytes). */
+static void assert_copies_equal(struct tarr *t, uint64_t bytes)
+{
+    uint8_t *x = malloc(1 << 20), *y = malloc(1 << 20);
+
+    for (uint64_t off = 0; off < bytes; off += 1 << 20) {
+        size_t len = bytes - off < (1 << 20) ? bytes - off : 1 << 20;
+
+        pread_all(t->path[0], x, len, t->data_offset * 512 + off);
+        for (unsigned i = 1; i < t->n; i++) {
+            pread_all(t->path[i], y, len, t->data_offset * 512 + off);
+            if (memcmp(x, y, len) != 0)
+                fail_msg("copy %u differs from copy 0 in [%" PRIu64 ", +%zu)", i, off, len);
+        }
+    }
+    free(x);
+    free(y);
+}
+
+/* ---- slots, members, steady-state writes cost no cluster traffic ---- */
+
+static void zero_cost(int level, uint32_t layout, unsigned nd)
+{
+    struct clr_array *a[MAXN];
+    uint64_t ops[MAXN], msgs[MAXN], size;
+    uint8_t *buf = aligned_alloc(4096, 65536), *rd = aligned_alloc(4096, 65536);
+    struct tarr t;
+
+    make_array(&t, level, layout, nd, 3, 32ull << 20, 512, true);
+    for (unsigned i = 0; i < MAXN; i++)
+        a[i] = start_node(&t, i);
+    size = clr_array_size(a[0]);
+    for (unsigned i = 0; i < MAXN; i++) {
+        char s[32];
+
+        WAIT_FOR(st_int(a[i], "cluster.members") == MAXN, 5000);
+        assert_int_equal(st_int(a[i], "cluster.slot"), i);
+        assert_int_equal(st_int(a[i], "bitmap.slot"), i);
+        assert_int_equal(st_int(a[i], "cluster.recovered_slots"), 0);
+        json_object *o = clr_array_status_json(a[i]);
+        snprintf(s, sizeof s, "%s", json_object_get_string(jget(o, "cluster.backend")));
+        json_object_put(o);
+        assert_string_equal(s, "local");
+        wait_idle(a[i]);
+    }
+    /* the first write of each chunk flushes the bitmap; none takes a lock */
+    for (unsigned i = 0; i < MAXN; i++) {
+        ops[i] = (uint64_t)st_int(a[i], "counters.lock_ops");
+        msgs[i] = (uint64_t)st_int(a[i], "counters.messages");
+    }
+    for (unsigned r = 0; r < 60; r++) {
+        unsigned n = r % MAXN;
+        uint64_t off = ((uint64_t)r * 7 * 65536 + n * 4096) % (size - 65536);
+
+        memset(buf, (int)(r + 1), 65536);
+        assert_int_equal(clr_array_pwrite(a[n], buf, 65536, off & ~4095ull, 0), 0);
+        /* another node reads it back at once */
+        assert_int_equal(clr_array_pread(a[(n + 1) % MAXN], rd, 65536, off & ~4095ull), 0);
+        assert_memory_equal(buf, rd, 65536);
+    }
+    for (unsigned i = 0; i < MAXN; i++) {
+        assert_int_equal(clr_array_flush(a[i]), 0);
+        assert_int_equal((uint64_t)st_int(a[i], "counters.lock_ops"), ops[i]);
+        assert_int_equal((uint64_t)st_int(a[i], "counters.messages"), msgs[i]);
+        assert_true(st_int(a[i], "counters.writes") >= 20);
+    }
+    for (unsigned i = 0; i < MAXN; i++)
+        assert_int_equal(clr_array_stop(a[i]), 0);
+    for (unsigned i = 0; i < MAXN; i++)
+        clr_array_free(a[i]);
+    free(buf);
+    free(rd);
+    rmfiles(&t);
+}
+
+static void test_zero_cost_raid1(void **s)
+{
+    (void)s;
+    zero_cost(1, 0, 2);
+}
+
+static void test_zero_cost_raid10(void **s)
+{
+    (void)s;
+    zero_cost(10, CLR_RAID10_LAYOUT(2, 1, 0), 4);
+}
+
+/* ---- a member dies with dirty bits: a survivor takes its slot over ---- */
+
+static void test_takeover(void **s)
+{
+    struct clr_array *a, *b;
+    uint8_t *buf = aligned_alloc(4096, 1 << 20), *junk = malloc(1 << 20);
+    uint64_t size;
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    size = clr_array_size(a);
+    for (unsigned i = 0; i < 8; i++) {
+        memset(buf, 0x40 + (int)i, 1 << 20);
+        assert_int_equal(clr_array_pwrite(a, buf, 1 << 20, (uint64_t)i * 3 << 20, 0), 0);
+    }
+    assert_true(st_int(a, "bitmap.dirty_chunks") > 0);
+    /* a write torn by the crash: one copy got it, the other did not */
+    memset(junk, 0xee, 1 << 20);
+    pwrite_all(t.path[1], junk, 1 << 20, t.data_offset * 512 + (3ull << 20));
+    assert_int_equal(clr_array_crash(a), 0);
+    clr_array_free(a);
+    WAIT_FOR(st_int(b, "cluster.recovered_slots") == 1, 10000);
+    assert_false(st_null(b, "cluster.last_takeover"));
+    assert_int_equal(st_int(b, "cluster.last_takeover.slot"), 0);
+    assert_true(st_int(b, "cluster.last_takeover.dirty_chunks") > 0);
+    assert_true(st_int(b, "cluster.last_takeover.bytes") > 0);
+    WAIT_FOR(st_int(b, "cluster.members") == 1, 5000);
+    wait_idle(b);
+    assert_true(st_int(b, "last_resync.bytes") > 0);
+    assert_int_equal(check_mismatches(b), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    assert_copies_equal(&t, size);
+    clr_array_free(b);
+    free(buf);
+    free(junk);
+    rmfiles(&t);
+}
+
+/* ---- a node that sees a device fail tells the others before the ack ---- */
+
+static void test_device_failure(void **s)
+{
+    struct clr_array *a, *b;
+    uint8_t *buf = aligned_alloc(4096, 65536), *rd = aligned_alloc(4096, 65536);
+    struct clr_md_sb sb;
+    struct tarr t;
+    char st[32];
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    memset(buf, 0x5a, 65536);
+    assert_int_equal(clr_io_fault_fail_range(clr_array_member_io(a, t.path[1]), CLR_IO_FAULT_WRITE, 0, 0, EIO), 0);
+    assert_int_equal(clr_array_pwrite(a, buf, 65536, 1 << 20, 0), 0);
+    /* on the other node already, and in the superblocks */
+    assert_string_equal(dev_state(b, 1, st, sizeof st), "faulty");
+    assert_string_equal(dev_state(a, 1, st, sizeof st), "faulty");
+    {
+        uint8_t raw[CLR_MD_SB_AREA_BYTES];
+        struct clr_err e;
+
+        pread_all(t.path[0], raw, sizeof raw, 4096);
+        assert_int_equal(clr_md_sb_decode(raw, sizeof raw, 0, &sb, &e), 0);
+        assert_int_equal(sb.dev_roles[1], CLR_MD_ROLE_FAULTY);
+    }
+    assert_true(st_int(a, "counters.messages") > 0);
+    /* the other node goes on degraded; it reads what the first wrote */
+    assert_int_equal(clr_array_pread(b, rd, 65536, 1 << 20), 0);
+    assert_memory_equal(buf, rd, 65536);
+    assert_int_equal(clr_array_pwrite(b, buf, 65536, 2 << 20, 0), 0);
+    {
+        json_object *o = clr_array_status_json(b);
+
+        assert_string_equal(json_object_get_string(jget(o, "state")), "degraded");
+        json_object_put(o);
+    }
+    assert_int_equal(clr_array_stop(a), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    clr_array_free(a);
+    clr_array_free(b);
+    free(buf);
+    free(rd);
+    rmfiles(&t);
+}
+
+/* ---- a resync window on one node holds writes there on another ---- */
+
+struct bg_write {
+    struct clr_array *a;
+    uint8_t *buf;
+    uint64_t off;
+    atomic_int done;
+    int rc;
+};
+
+static void *bg_write_main(void *arg)
+{
+    struct bg_write *w = arg;
+
+    w->rc = clr_array_pwrite(w->a, w->buf, 65536, w->off, 0);
+    atomic_store(&w->done, 1);
+    return NULL;
+}
+
+static void test_window_holds_write(void **s)
+{
+    struct clr_array *a, *b;
+    struct bg_write w = { 0 };
+    uint8_t *buf = aligned_alloc(4096, 65536), *rd = aligned_alloc(4096, 65536);
+    struct clr_err e;
+    pthread_t th;
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 100ull << 20, 1024, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    /* a check on a (the window protocol as for a resync), slowly */
+    clr_array_set_sync_speed(a, 1000, 12000);
+    assert_int_equal(clr_array_start_check(a, false, &e), 0);
+    WAIT_FOR(!st_null(b, "cluster.remote_window"), 10000);
+    assert_int_equal(st_int(b, "cluster.remote_window.from"), 0);
+    assert_int_equal(st_int(b, "cluster.remote_window.lo_bytes"), 0);
+    assert_int_equal(st_int(b, "cluster.remote_window.hi_bytes"), 32 << 20);
+    /* outside the window: goes through */
+    memset(buf, 0x77, 65536);
+    assert_int_equal(clr_array_pwrite(b, buf, 65536, 80ull << 20, 0), 0);
+    /* inside: held until the window moves past it */
+    w.a = b;
+    w.buf = buf;
+    w.off = 4 << 20;
+    pthread_create(&th, NULL, bg_write_main, &w);
+    usleep(300000);
+    assert_int_equal(atomic_load(&w.done), 0);
+    assert_true(st_int(b, "cluster.remote_window.lo_bytes") == 0);
+    WAIT_FOR(atomic_load(&w.done) == 1, 30000);
+    pthread_join(th, NULL);
+    assert_int_equal(w.rc, 0);
+    /* released because the window moved on (or the check ended) */
+    if (!st_null(b, "cluster.remote_window"))
+        assert_true(st_int(b, "cluster.remote_window.lo_bytes") >= (4 << 20) + 65536);
+    assert_int_equal(clr_array_pread(a, rd, 65536, 4 << 20), 0);
+    assert_memory_equal(buf, rd, 65536);
+    clr_array_set_sync_speed(a, 1000000, 10000000);
+    wait_idle(a);
+    WAIT_FOR(st_null(b, "cluster.remote_window"), 10000);
+    assert_int_equal(check_mismatches(b), 0);
+    /* writes never waited for a lock or sent a message themselves */
+    assert_int_equal(clr_array_stop(a), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    clr_array_free(a);
+    clr_array_free(b);
+    free(buf);
+    free(rd);
+    rmfiles(&t);
+}
+
+/* ---- a node leaving with NEEDED chunks hands them over ---- */
+
+static void test_rejoin_after_crash(void **s)
+{
+    struct clr_array *a, *b;
+    uint8_t *buf = aligned_alloc(4096, 1 << 20);
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    memset(buf, 0x31, 1 << 20);
+    assert_int_equal(clr_array_pwrite(a, buf, 1 << 20, 5 << 20, 0), 0);
+    /* alone, it dies; the next node to join finds the slot unowned */
+    assert_int_equal(clr_array_crash(a), 0);
+    clr_array_free(a);
+    b = start_node(&t, 1);
+    assert_int_equal(st_int(b, "cluster.slot"), 0);    /* lowest free slot */
+    wait_idle(b);
+    assert_true(st_int(b, "last_resync.bytes") > 0);
+    assert_int_equal(check_mismatches(b), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    clr_array_free(b);
+    free(buf);
+    rmfiles(&t);
+}
+
+/* ---- fail, remove, re-add from one node; the other follows ---- */
+
+static void test_fail_remove_readd(void **s)
+{
+    struct clr_array *a, *b;
+    uint8_t *buf = aligned_alloc(4096, 1 << 20), *rd = aligned_alloc(4096, 1 << 20);
+    struct clr_err e = { "" };
+    uint64_t size;
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    size = clr_array_size(a);
+    if (clr_array_fail_device(a, t.path[1], &e) != 0)
+        fail_msg("fail: %s", e.msg);
+    assert_true(dev_is(b, t.path[1], "faulty"));
+    /* both nodes write while it is out: both bitmaps remember */
+    memset(buf, 0x11, 1 << 20);
+    assert_int_equal(clr_array_pwrite(a, buf, 1 << 20, 2 << 20, 0), 0);
+    memset(buf, 0x22, 1 << 20);
+    assert_int_equal(clr_array_pwrite(b, buf, 1 << 20, 9 << 20, 0), 0);
+    if (clr_array_remove_device(a, t.path[1], &e) != 0)
+        fail_msg("remove: %s", e.msg);
+    assert_true(dev_is(b, t.path[1], "removed"));
+    if (clr_array_readd_device(a, t.path[1], &e) != 0)
+        fail_msg("re-add: %s", e.msg);
+    /* b writes to it at once (not read from it until in sync) */
+    assert_true(dev_is(b, t.path[1], "rebuilding"));
+    memset(buf, 0x33, 1 << 20);
+    assert_int_equal(clr_array_pwrite(b, buf, 1 << 20, 20 << 20, 0), 0);
+    wait_idle(a);
+    WAIT_FOR(dev_is(a, t.path[1], "in_sync"), 10000);
+    WAIT_FOR(dev_is(b, t.path[1], "in_sync"), 10000);
+    assert_true(st_int(a, "last_resync.bytes") > 0);
+    assert_int_equal(clr_array_pread(b, rd, 1 << 20, 9 << 20), 0);
+    memset(buf, 0x22, 1 << 20);
+    assert_memory_equal(buf, rd, 1 << 20);
+    assert_int_equal(check_mismatches(b), 0);
+    assert_int_equal(clr_array_stop(a), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    assert_copies_equal(&t, size);
+    clr_array_free(a);
+    clr_array_free(b);
+    free(buf);
+    free(rd);
+    rmfiles(&t);
+}
+
+/* ---- adding a spare: every node must see it (NEWDISK), else roll back ---- */
+
+static void test_add_spare(void **s)
+{
+    struct clr_array *a, *b;
+    uint8_t *buf = aligned_alloc(4096, 1 << 20), sbraw[CLR_MD_SB_AREA_BYTES], zero[CLR_MD_SB_AREA_BYTES];
+    struct clr_err e = { "" };
+    char hidden[400], spare[400];
+    uint64_t size;
+    struct tarr t;
+    int fd;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    size = clr_array_size(a);
+    memset(buf, 0x61, 1 << 20);
+    assert_int_equal(clr_array_pwrite(a, buf, 1 << 20, 1 << 20, 0), 0);
+    if (clr_array_fail_device(a, t.path[1], &e) != 0 || clr_array_remove_device(a, t.path[1], &e) != 0)
+        fail_msg("fail/remove: %s", e.msg);
+    /* a device only this node sees: refused, its superblock erased */
+    snprintf(hidden, sizeof hidden, "%s/only-here", t.dir);
+    assert_int_equal(mkdir(hidden, 0700), 0);
+    strcat(hidden, "/d9");
+    fd = open(hidden, O_RDWR | O_CREAT, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)t.dev_bytes), 0);
+    close(fd);
+    assert_int_equal(clr_array_add_device(a, hidden, &e), -ENOENT);
+    assert_non_null(strstr(e.msg, "could not see the new device"));
+    pread_all(hidden, sbraw, sizeof sbraw, 4096);
+    memset(zero, 0, sizeof zero);
+    assert_memory_equal(sbraw, zero, sizeof zero);
+    assert_true(dev_is(a, hidden, "absent"));
+    assert_true(dev_is(b, hidden, "absent"));
+    /* one both see (same directory as the members) */
+    snprintf(spare, sizeof spare, "%s/d5", t.dir);
+    fd = open(spare, O_RDWR | O_CREAT, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)t.dev_bytes), 0);
+    close(fd);
+    if (clr_array_add_device(a, spare, &e) != 0)
+        fail_msg("add: %s", e.msg);
+    WAIT_FOR(!dev_is(b, spare, "absent"), 5000);
+    memset(buf, 0x62, 1 << 20);
+    assert_int_equal(clr_array_pwrite(b, buf, 1 << 20, 7 << 20, 0), 0);
+    wait_idle(a);
+    WAIT_FOR(dev_is(a, spare, "in_sync"), 20000);
+    WAIT_FOR(dev_is(b, spare, "in_sync"), 10000);
+    assert_int_equal(check_mismatches(b), 0);
+    assert_int_equal(clr_array_stop(a), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    assert_files_equal(t.path[0], spare, t.data_offset, size);
+    clr_array_free(a);
+    clr_array_free(b);
+    free(buf);
+    rmfiles(&t);
+}
+
+/* ---- refusals: what md refuses clustered, and plain local ---- */
+
+static void test_refusals(void **s)
+{
+    struct clr_array *a = NULL;
+    struct clr_err e = { "" };
+    struct clr_array_config c;
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 5, 2, 3, 2, 16ull << 20, 512, true);
+    c = cfg_for(&t, 0, "cpg");
+    c.flags = 0;
+    assert_int_equal(clr_array_assemble(&c, &a, &e), -EOPNOTSUPP);
+    assert_non_null(strstr(e.msg, "stripe-lock"));
+    assert_null(a);
+    rmfiles(&t);
+
+    make_array(&t, 10, CLR_RAID10_LAYOUT(1, 2, 0), 2, 2, 16ull << 20, 512, true);
+    c = cfg_for(&t, 0, "local");
+    assert_int_equal(clr_array_assemble(&c, &a, &e), -EOPNOTSUPP);
+    assert_non_null(strstr(e.msg, "far/offset"));
+    c.lock = "bogus";
+    assert_int_equal(clr_array_assemble(&c, &a, &e), -EINVAL);
+    /* plain local: single node, slot 0, no cluster traffic */
+    c.lock = "local";
+    c.flags = 0;
+    assert_int_equal(clr_array_assemble(&c, &a, &e), 0);
+    assert_int_equal(clr_array_run(a, &e), 0);
+    assert_int_equal(st_int(a, "cluster.slot"), 0);
+    assert_int_equal(st_int(a, "cluster.members"), 1);
+    assert_int_equal(st_int(a, "cluster.recovered_slots"), 0);
+    assert_int_equal(st_int(a, "counters.lock_ops"), 0);
+    clr_array_free(a);
+    rmfiles(&t);
+
+    /* more nodes than the bitmap has slots */
+    make_array(&t, 1, 0, 2, 1, 16ull << 20, 512, true);
+    {
+        struct clr_array *x = start_node(&t, 0), *y = NULL;
+
+        c = cfg_for(&t, 1, "local");
+        assert_int_equal(clr_array_assemble(&c, &y, &e), 0);
+        assert_int_not_equal(clr_array_run(y, &e), 0);
+        assert_non_null(strstr(e.msg, "created for 1 nodes"));
+        clr_array_free(y);
+        clr_array_free(x);
+    }
+    rmfiles(&t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_zero_cost_raid1),
+        cmocka_unit_test(test_zero_cost_raid10),
+        cmocka_unit_test(test_device_failure),
+        cmocka_unit_test(test_takeover),
+        cmocka_unit_test(test_rejoin_after_crash),
+        cmocka_unit_test(test_window_holds_write),
+        cmocka_unit_test(test_fail_remove_readd),
+        cmocka_unit_test(test_add_spare),
+    };
+
+    srand((unsigned)time(NULL));
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

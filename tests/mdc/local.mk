@@ -1,0 +1,6 @@
+# Unit tests of the cluster protocol core with a mock host (tests/sim runs
+# it under faults).
+check_PROGRAMS += tests/mdc/test_mdc
+TESTS += tests/mdc/test_mdc
+tests_mdc_test_mdc_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_mdc_test_mdc_LDADD = libclraid.la $(CMOCKA_LIBS)
