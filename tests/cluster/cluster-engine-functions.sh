@@ -19,6 +19,12 @@ export LC_ALL=C
 . "${top_srcdir:?}/tests/engine/engine-functions.sh"
 requires corosync
 
+# CL_KEEP_LOGS=DIR: copy the writers' logs and the run dirs there at exit.
+if [ -n "${CL_KEEP_LOGS:-}" ]; then
+    # shellcheck disable=SC2016  # expanded when it runs
+    cleanup_fn 'mkdir -p "$CL_KEEP_LOGS"; cp -r "$TESTDIR"/*.log "$TESTDIR"/m[0-9]* "$CL_KEEP_LOGS"/ 2>/dev/null'
+fi
+
 # The corosync cluster_name cluster-functions.sh writes: it must be the
 # array's home cluster.
 CL_CLUSTER=clraidlocktest
@@ -150,14 +156,23 @@ cl_writer() {
         done
         echo "round $r pattern $p t_ms $(now_ms)" >>"$log"
         rc=0
-        timeout "${CL_WRITE_TIMEOUT:-30}" qemu-io -f raw "$(cl_uri "$k")" "${cmds[@]}" \
-            >"$log.round" 2>&1 || rc=$?
-        cat "$log.round" >>"$log"
+        # line-buffered: cl_in_round sees the acknowledgements as they come
+        timeout "${CL_WRITE_TIMEOUT:-30}" stdbuf -oL qemu-io -f raw "$(cl_uri "$k")" "${cmds[@]}" \
+            >"$log.r$r" 2>&1 || rc=$?
+        cat "$log.r$r" >>"$log"
         echo "end $r rc $rc t_ms $(now_ms)" >>"$log"
-        grep -q "$CL_FAILED" "$log.round" && break
+        grep -q "$CL_FAILED" "$log.r$r" && break
         [ "$rc" -eq 0 ] || break
     done
     return 0
+}
+
+# cl_in_round LOG: "ROUND ACKED": the writer's current round and how many
+# of its writes are acknowledged so far.
+cl_in_round() {
+    local r
+    r=$(awk '/^round / { r = $2 } END { print r + 0 }' "$1" 2>/dev/null) || r=0
+    echo "$r $(cl_count '^wrote' "$1.r$r")"
 }
 
 # cl_expect LOG K BASE: prints "offset old new" per block of the region:

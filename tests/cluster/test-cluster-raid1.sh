@@ -29,6 +29,12 @@ SUMMARY=()
 FAULT_MS=${CLUSTER_FAULT_MS:-20}
 REGION_GAP=$((16 * 1048576))
 
+# span_text "LO HI": "<= HI ms (not yet at LO ms)".
+span_text() {
+    local lo=${1% *} hi=${1#* }
+    if [ "$lo" -eq 0 ]; then echo "<= $hi ms (first poll)"; else echo "<= $hi ms (not yet at $lo ms)"; fi
+}
+
 pass() {
     local level=$1 ndev=$2 victim=$3 files k s size
     local -a legs survivors base
@@ -95,16 +101,23 @@ pass() {
         cl_writer "$k" "${base[k]}" "$TESTDIR/w$level.$k.log" "$stop" &
         wpids+=($!)
     done
-    # Let the victim's writer get some writes acknowledged first.
-    local n=0
-    while [ "$(cl_count '^wrote' "$TESTDIR/w$level.$victim.log")" -lt $((CL_NB + 5)) ]; do
-        n=$((n + 1)); [ "$n" -lt 300 ] || fail "the victim's writer does not progress"
-        sleep 0.05
+    # Kill in the middle of the victim's second round (or a later one):
+    # a round of slowed writes lasts CL_NB * FAULT_MS.
+    local n=0 vr=0 va=0
+    while :; do
+        read -r vr va <<<"$(cl_in_round "$TESTDIR/w$level.$victim.log")"
+        [ "$vr" -ge 2 ] && [ "$va" -ge 5 ] && [ "$va" -le $((CL_NB - 5)) ] && break
+        n=$((n + 1)); [ "$n" -lt 1000 ] || fail "the victim's writer does not progress"
+        sleep 0.01
     done
-    local t_kill t_seen="" t_take="" t_rb="" t_sync="" t_now rb_false=no taker="" snap="" last=""
+    # Each time is bounded by two polls: the state was not yet seen by the
+    # poll that ended at LO ms after the kill and seen by the one ended at
+    # HI ms (a status call takes some 20-50 ms here).
+    local t_kill t_seen="" t_take="" t_rb="" t_sync="" t_now t_prev t_end rb_false=no taker="" snap="" last=""
     t_kill=$(now_ms)
     cl_crash "$victim"
-    echo "killed member $victim (nbdkit pid) at t=0 with its writer mid-write"
+    t_prev=$t_kill
+    echo "killed member $victim (nbdkit pid) at t=0 (t_ms $t_kill), its writer in round $vr after $va writes"
     # Poll the survivors until read balancing is back and the resync is done.
     while :; do
         t_now=$(now_ms)
@@ -123,29 +136,34 @@ pass() {
             line="$line | m$k members=$P_MEMBERS recovering=$P_RECOVERING read_balancing=$P_RB recovered=$P_RECOVERED sync=$P_SYNC $P_POS/$P_TOTAL takeover=$P_TAKEOVER"
         done
         last=$line
+        t_end=$(now_ms)
         if [ "$line" != "$snap" ]; then
-            printf '+%5d ms%s\n' $((t_now - t_kill)) "$line"
+            printf '+%5d..%5d ms%s\n' $((t_now - t_kill)) $((t_end - t_kill)) "$line"
             snap=$line
         fi
-        [ -z "$t_seen" ] && $m_all && t_seen=$t_now
-        [ -z "$t_take" ] && [ "$rec" -gt "$rec0" ] && t_take=$t_now
-        [ -z "$t_rb" ] && [ -n "$t_take" ] && $rb_all && t_rb=$t_now
-        [ -z "$t_sync" ] && [ -n "$t_take" ] && $idle_all && $lr_moved && t_sync=$t_now
+        local span="$((t_prev - t_kill)) $((t_end - t_kill))"
+        [ -z "$t_seen" ] && $m_all && t_seen=$span
+        [ -z "$t_take" ] && [ "$rec" -gt "$rec0" ] && t_take=$span
+        [ -z "$t_rb" ] && [ -n "$t_take" ] && $rb_all && t_rb=$span
+        [ -z "$t_sync" ] && [ -n "$t_take" ] && $idle_all && $lr_moved && t_sync=$span
         [ -n "$t_rb" ] && [ -n "$t_sync" ] && break
+        t_prev=$t_end
         sleep 0.05
     done
     touch "$stop"
     wait "${wpids[@]}"
     [ -n "$taker" ] || fail "no survivor reports last_takeover"
-    local d_seen=$((t_seen - t_kill)) d_take=$((t_take - t_kill)) d_rb=$((t_rb - t_kill)) d_sync=$((t_sync - t_kill))
+    local d_seen d_take d_rb d_sync
+    d_seen=$(span_text "$t_seen"); d_take=$(span_text "$t_take"); d_rb=$(span_text "$t_rb"); d_sync=$(span_text "$t_sync")
     local resynced dirty tslot tchunks
     resynced=$(cl_st "$taker" .last_resync.bytes)
     dirty=$(cl_st "$taker" .cluster.last_takeover.bytes)
     tslot=$(cl_st "$taker" .cluster.last_takeover.slot)
     tchunks=$(cl_st "$taker" .cluster.last_takeover.dirty_chunks)
-    echo "kill -> survivors see 2 members: ${d_seen} ms; -> takeover: ${d_take} ms (member $taker took slot $tslot)"
-    echo "kill -> read balancing restored: ${d_rb} ms (read_balancing seen false meanwhile: $rb_false)"
-    echo "kill -> resync done: ${d_sync} ms"
+    echo "kill -> survivors see 2 members: $d_seen"
+    echo "kill -> takeover: $d_take (member $taker took slot $tslot)"
+    echo "kill -> read balancing restored: $d_rb (read_balancing seen false by a poll: $rb_false)"
+    echo "kill -> resync done: $d_sync"
     echo "taker resynced $resynced bytes; the taken bitmap had $tchunks dirty chunks = $dirty bytes"
     [ "$dirty" -gt 0 ] || fail "the victim died mid-write but its bitmap had no dirty chunk"
     [ "$resynced" -gt 0 ] || fail "nothing resynced after the takeover"
@@ -161,6 +179,9 @@ pass() {
     done
     grep -q "$CL_FAILED" "$TESTDIR/w$level.$victim.log" || fail "the victim's writer saw no failure: was it killed mid-write?"
     echo "victim's writer: $(cl_count '^wrote' "$TESTDIR/w$level.$victim.log") writes acknowledged before the kill"
+    awk '/^round/ { r = $2; n = 0; t = $NF } /^wrote/ { n++ }
+        /failed|Failed|rror/ && !f { f = 1; print "victim'"'"'s writer: round " r " (started at t_ms " t \
+            "): " n " writes acknowledged, then: " $0 }' "$TESTDIR/w$level.$victim.log"
 
     # --- every block: same on both survivors, last acknowledged data -----
     local sums=() exps=()
@@ -210,7 +231,7 @@ pass() {
     [ "$(cat "$TESTDIR/sum.v")" = "${sums[s]}" ] || fail "the rejoined member reads other data"
     echo "ok: the rejoined member reads the same data"
     for k in 1 2 3; do cl_stop "$k"; done
-    SUMMARY+=("raid$level/$ndev: kill->takeover ${d_take} ms, ->read balancing ${d_rb} ms, ->resync done ${d_sync} ms; resynced $resynced B of $dirty B dirty ($tchunks chunks); check 0 mismatches; rejoined")
+    SUMMARY+=("raid$level/$ndev: kill->takeover $d_take, ->read balancing $d_rb, ->resync done $d_sync; resynced $resynced B of $dirty B dirty ($tchunks chunks); check 0 mismatches; rejoined")
 }
 
 for p in ${CLUSTER_PASSES:-1:2:2}; do
