@@ -5,5 +5,5 @@ set -e
 sim="${top_builddir:-.}/tests/sim/sim"
 for bug in bitmap-after-data balance-in-recovery no-drain ignore-window \
 	   ack-before-fail clear-pending resync-any-source; do
-	"$sim" --seeds 1-500 --workaround all --inject-bug="$bug" --expect-fail
+	"$sim" --seeds 1-500 --inject-bug="$bug" --expect-fail
 done
