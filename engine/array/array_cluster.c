@@ -70,6 +70,8 @@ struct arr_cluster {
 
 /* The thread holding `metadata` (its superblock writes need no second begin). */
 static __thread bool tl_meta_held;
+/* Members that refused this thread's last broadcast (h_send). */
+static __thread unsigned tl_refused;
 
 bool clr_arr_cl_meta_held(void)
 {
@@ -191,9 +193,11 @@ static int h_send(void *arg, const struct clr_mdc_msg *m, unsigned *refused)
 
     memset(&raw, 0, sizeof raw);
     clr_mdc_msg_encode(m, &raw);
+    memset(&res, 0, sizeof res);
     rc = clr_bcast_send(cl->bc, &raw, &res);
     if (refused)
         *refused = res.refused;
+    tl_refused = rc ? 0 : res.refused;
     return rc;
 }
 
@@ -224,21 +228,47 @@ static struct arr_member *good_member(struct clr_array *a)
     return g;
 }
 
+/* Slot @slot's region (bitmap sb + bits) as the union over every in-sync
+ * member: a dead node's bitmap write may have reached only some of them. */
 static int read_region(struct clr_array *a, unsigned slot, uint8_t **out)
 {
-    struct arr_member *g = good_member(a);
-    uint8_t *buf;
-    int rc;
+    struct arr_member *src[ARR_MAX_MEMBERS];
+    uint64_t len = slot_region_bytes(a), off = clr_bitmap_slot_offset(&a->sb, &a->bsb, slot);
+    uint8_t *buf = NULL, *tmp = NULL;
+    unsigned n = 0, nok = 0;
+    int rc, last = -ENODEV;
 
-    if (!g)
+    pthread_mutex_lock(&a->lock);
+    for (unsigned i = 0; i < a->nmem; i++)
+        if (a->mem[i]->state == ARR_M_IN_SYNC && a->mem[i]->io)
+            src[n++] = a->mem[i];
+    pthread_mutex_unlock(&a->lock);
+    if (!n)
         return -ENODEV;
-    rc = clr_io_alloc((void **)&buf, slot_region_bytes(a));
-    if (rc)
-        return rc;
-    rc = clr_io_pread(g->io, buf, slot_region_bytes(a), clr_bitmap_slot_offset(&a->sb, &a->bsb, slot));
+    rc = clr_io_alloc((void **)&buf, len);
+    if (rc == 0 && n > 1)
+        rc = clr_io_alloc((void **)&tmp, len);
     if (rc) {
         clr_io_free(buf);
         return rc;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        uint8_t *dst = nok ? tmp : buf;
+        int r = clr_io_pread(src[i]->io, dst, len, off);
+
+        if (r) {
+            last = r;
+            clr_arr_log(a, LOG_WARNING, "%s: cannot read bitmap slot %u: %s", src[i]->path, slot, strerror(-r));
+            continue;
+        }
+        if (nok++)
+            for (uint64_t b = CLR_BITMAP_SB_BYTES; b < len; b++)
+                buf[b] |= tmp[b];
+    }
+    clr_io_free(tmp);
+    if (!nok) {
+        clr_io_free(buf);
+        return last;
     }
     *out = buf;
     return 0;
@@ -306,8 +336,15 @@ static int h_bitmap_merge(void *arg, const uint8_t *bits, size_t nbytes)
         any++;
     }
     pthread_mutex_unlock(&a->bm_lock);
-    if (any)
-        return clr_arr_bm_flush(a);     /* our slot, durable on every in-sync member */
+    if (any) {
+        /* our slot, durable on every in-sync member; if none took the bits
+         * the core must not clear the slot they came from */
+        int rc = clr_arr_bm_flush(a);
+
+        if (rc)
+            clr_arr_log(a, LOG_ERR, "cluster: merged bits reached no in-sync member: %s", strerror(-rc));
+        return rc;
+    }
     return 0;
 }
 
@@ -441,18 +478,44 @@ static int reload_sb(struct clr_array *a, uint32_t dev_number)
     for (unsigned i = 0; i < a->nmem; i++) {
         struct arr_member *m = a->mem[i];
 
-        if (m->io && m->dev_number == dev_number && m->state != ARR_M_FAULTY && m->state != ARR_M_REMOVED)
+        if (dev_number != CLR_MDC_ANY_DEV && m->io && m->dev_number == dev_number &&
+            m->state != ARR_M_FAULTY && m->state != ARR_M_REMOVED)
             src = m;
     }
     pthread_mutex_unlock(&a->lock);
-    if (!src)
-        src = good_member(a);
-    if (!src)
-        return -ENODEV;
-    rc = read_sb_io(src->io, a->sb.set_uuid, &sb);
+    rc = src ? read_sb_io(src->io, a->sb.set_uuid, &sb) : -ENODEV;
     if (rc) {
-        clr_arr_log(a, LOG_ERR, "%s: cannot re-read the superblock: %s", src->path, strerror(-rc));
-        return rc;
+        /* CLR_MDC_ANY_DEV (after a death, a join, our own meta_begin), or
+         * the named member is unreadable here: every in-sync member's,
+         * the newest wins (a dead writer may have reached only some) */
+        struct arr_member *in[ARR_MAX_MEMBERS];
+        unsigned nin = 0, nok = 0;
+        int last = -ENODEV;
+
+        if (src)
+            clr_arr_log(a, LOG_WARNING, "%s: cannot re-read the superblock (%s): using another member's",
+                        src->path, strerror(-rc));
+        pthread_mutex_lock(&a->lock);
+        for (unsigned i = 0; i < a->nmem; i++)
+            if (a->mem[i]->state == ARR_M_IN_SYNC && a->mem[i]->io)
+                in[nin++] = a->mem[i];
+        pthread_mutex_unlock(&a->lock);
+        for (unsigned i = 0; i < nin; i++) {
+            struct clr_md_sb x;
+            int r = read_sb_io(in[i]->io, a->sb.set_uuid, &x);
+
+            if (r) {
+                last = r;
+                clr_arr_log(a, LOG_WARNING, "%s: cannot re-read the superblock: %s", in[i]->path, strerror(-r));
+                continue;
+            }
+            if (nok++ == 0 || x.events > sb.events)
+                sb = x;
+        }
+        if (!nok) {
+            clr_arr_log(a, LOG_ERR, "cannot re-read the superblock from any in-sync member: %s", strerror(-last));
+            return last;
+        }
     }
     /* new devices announced by NEWDISK first: they may have a role now */
     if (cl)
@@ -628,6 +691,7 @@ static int h_remote_remove(void *arg, uint32_t dev_number)
     if (m && (m->state == ARR_M_FAULTY || m->state == ARR_M_SPARE)) {
         m->state = ARR_M_REMOVED;
         m->role = -1;
+        m->write_behind = false;
         clr_arr_log(a, LOG_NOTICE, "%s: removed by another node", m->path);
     }
     pthread_mutex_unlock(&a->lock);
@@ -641,17 +705,22 @@ static int h_remote_readd(void *arg, uint32_t dev_number)
     struct arr_member *m;
     struct clr_io_dev *io = NULL;
     struct clr_md_sb sb = { .dev_number = UINT32_MAX };
-    struct arr_range r;
     char *path = NULL;
     int rc = 0, role;
 
+    bool nomem = false;
+
     pthread_mutex_lock(&a->lock);
     m = by_dev_locked(a, dev_number);
-    if (m && !m->io)
+    if (m && !m->io) {
         path = strdup(m->path);
+        nomem = !path;
+    }
     pthread_mutex_unlock(&a->lock);
     if (!m)
         return -ENOENT;
+    if (nomem)
+        return -ENOMEM;     /* refused: never a member without a handle */
     if (path) {
         rc = clr_io_open(a->ctx, path, (a->flags & CLR_ARRAY_BUFFERED) ? CLR_IO_OPEN_BUFFERED : 0, &io);
         free(path);
@@ -677,6 +746,7 @@ static int h_remote_readd(void *arg, uint32_t dev_number)
         }
         m->role = role;
         m->state = ARR_M_REBUILDING;
+        m->write_behind = false;
         m->remote_rebuild = true;
         m->bitmap_recovery = true;
         a->role_mem[role] = m;
@@ -687,9 +757,10 @@ static int h_remote_readd(void *arg, uint32_t dev_number)
     clr_io_close(io);
     if (rc)
         return rc;
-    /* writes issued without it drain before the re-adder gathers bitmaps */
-    clr_arr_rl_lock(&a->rl, &r, 0, UINT64_MAX / 2);
-    clr_arr_rl_unlock(&a->rl, &r);
+    /* writes issued without it drain before the re-adder gathers bitmaps:
+     * the ones in flight now, however steady the stream (a whole-array
+     * range lock would wait for a gap) */
+    clr_arr_wr_drain(a);
     return 0;
 }
 
@@ -1007,6 +1078,17 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
         goto fail;
     }
     cl->joined = true;
+    /* Our bits loaded before join are not on disk any more if a survivor
+     * took our previous incarnation over while join waited for the slot
+     * lock (it cleared the slot): write them back before any client write
+     * counts on them. */
+    rc = clr_arr_bm_flush(a);
+    if (rc) {
+        clr_err_set(e, rc, "cannot write bitmap slot %u after joining: %s", a->slot, strerror(-rc));
+        clr_mdc_leave(&cl->mdc, true);
+        cl->joined = false;
+        goto fail;
+    }
     if (pthread_create(&cl->rec_thread, NULL, rec_main, cl) != 0) {
         rc = clr_err_set(e, -EAGAIN, "cannot start the cluster recovery thread");
         clr_mdc_leave(&cl->mdc, false);
@@ -1151,18 +1233,44 @@ int clr_arr_cl_meta_begin(struct clr_array *a)
     return 0;
 }
 
-void clr_arr_cl_meta_end(struct clr_array *a, bool send)
+/* Broadcasts METADATA_UPDATED (if @send) and releases `metadata`. What
+ * this thread wrote meanwhile counts as announced only if every node
+ * processed the message: a send error, or a node refusing it (its reload
+ * failed), is an error. */
+int clr_arr_cl_meta_end(struct clr_array *a, bool send)
 {
     struct arr_member *g;
+    uint64_t written;
     int rc;
 
     if (!a->cl || !tl_meta_held)
-        return;
+        return 0;
     g = good_member(a);
+    if (send && !g) {
+        clr_arr_log(a, LOG_ERR, "cluster: no in-sync member left to name in METADATA_UPDATED");
+        send = false;
+    }
+    pthread_mutex_lock(&a->meta_lock);
+    written = a->sb_done_gen;
+    pthread_mutex_unlock(&a->meta_lock);
     tl_meta_held = false;
-    rc = clr_mdc_meta_end(&a->cl->mdc, g ? g->dev_number : 0, send && g);
-    if (rc)
+    tl_refused = 0;
+    rc = clr_mdc_meta_end(&a->cl->mdc, g ? g->dev_number : 0, send);
+    if (rc == 0 && send && tl_refused) {
+        clr_arr_log(a, LOG_ERR, "cluster: METADATA_UPDATED refused by %u node(s): they could not re-read the superblock",
+                    tl_refused);
+        rc = -EREMOTEIO;
+    }
+    tl_refused = 0;
+    if (rc) {
         clr_arr_log(a, LOG_ERR, "cluster: METADATA_UPDATED not delivered: %s", strerror(-rc));
+    } else if (send) {
+        pthread_mutex_lock(&a->meta_lock);
+        if (written > a->sb_announced_gen)
+            a->sb_announced_gen = written;
+        pthread_mutex_unlock(&a->meta_lock);
+    }
+    return rc;
 }
 
 /* ---- sync ---- */
@@ -1246,7 +1354,13 @@ int clr_arr_cl_readd(struct clr_array *a, uint32_t dev_number)
 
     if (!a->cl)
         return 0;
+    tl_refused = 0;
     rc = clr_mdc_send_readd(&a->cl->mdc, dev_number);
+    if (rc == 0 && tl_refused) {
+        clr_arr_log(a, LOG_ERR, "cluster: RE_ADD of device %u refused by %u node(s)", dev_number, tl_refused);
+        rc = -EREMOTEIO;
+    }
+    tl_refused = 0;
     if (rc == 0)
         rc = clr_mdc_gather_bitmaps(&a->cl->mdc);
     return rc;

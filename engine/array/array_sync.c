@@ -89,7 +89,12 @@ static int unit(struct clr_array *a, enum arr_action act, uint64_t pos, uint64_t
     clr_arr_rl_lock(&a->rl, &r, pos, u);
     rc = a->ops->sync_unit(a, act, pos, u, mm);
     clr_arr_rl_unlock(&a->rl, &r);
-    clr_arr_defer_end(a);
+    {
+        int drc = clr_arr_defer_end(a);
+
+        if (rc == 0 && drc)
+            rc = drc;
+    }
     return rc;
 }
 

@@ -21,6 +21,7 @@
 
 #include "array/array.h"
 #include "format/create_plan.h"
+#include "format/md_bitmap.h"
 #include "format/md_sb.h"
 #include "io/io.h"
 #include "raid/layout.h"
@@ -676,6 +677,215 @@ static void test_add_spare(void **s)
     rmfiles(&t);
 }
 
+
+/* Byte offset of slot @slot's bits (after its bitmap superblock) on @path. */
+static uint64_t slot_bits_off(const char *path, unsigned slot, uint64_t *nbytes)
+{
+    uint8_t raw[CLR_MD_SB_AREA_BYTES], braw[CLR_BITMAP_SB_BYTES];
+    struct clr_md_sb sb;
+    struct clr_bitmap_sb b;
+    struct clr_err e;
+
+    pread_all(path, raw, sizeof raw, 4096);
+    assert_int_equal(clr_md_sb_decode(raw, sizeof raw, 0, &sb, &e), 0);
+    pread_all(path, braw, sizeof braw, (sb.super_offset + (uint64_t)(int64_t)sb.bitmap_offset) * 512);
+    assert_int_equal(clr_bitmap_sb_decode(braw, sizeof braw, sb.set_uuid, &b, &e), 0);
+    *nbytes = (clr_bitmap_bits(b.sync_size, b.chunksize) + 7) / 8;
+    return clr_bitmap_slot_offset(&sb, &b, slot) + CLR_BITMAP_SB_BYTES;
+}
+
+static uint16_t disk_role(const char *path, unsigned dev)
+{
+    uint8_t raw[CLR_MD_SB_AREA_BYTES];
+    struct clr_md_sb sb;
+    struct clr_err e;
+
+    pread_all(path, raw, sizeof raw, 4096);
+    assert_int_equal(clr_md_sb_decode(raw, sizeof raw, 0, &sb, &e), 0);
+    return sb.dev_roles[dev];
+}
+
+/* ---- a takeover reads the union of the dead node's bits on all members ---- */
+
+static void test_takeover_partial_bitmap(void **s)
+{
+    struct clr_array *a, *b;
+    uint8_t *buf = aligned_alloc(4096, 1 << 20), *junk = malloc(1 << 20), *zero;
+    uint64_t size, off, nb;
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    size = clr_array_size(a);
+    memset(buf, 0x41, 1 << 20);
+    assert_int_equal(clr_array_pwrite(a, buf, 1 << 20, 3ull << 20, 0), 0);
+    /* its bitmap write reached only the second member; a torn write left
+     * the second copy different */
+    off = slot_bits_off(t.path[0], 0, &nb);
+    zero = calloc(1, nb);
+    pwrite_all(t.path[0], zero, nb, off);
+    memset(junk, 0xee, 1 << 20);
+    pwrite_all(t.path[1], junk, 1 << 20, t.data_offset * 512 + (3ull << 20));
+    assert_int_equal(clr_array_crash(a), 0);
+    clr_array_free(a);
+    WAIT_FOR(st_int(b, "cluster.recovered_slots") == 1, 10000);
+    assert_true(st_int(b, "cluster.last_takeover.dirty_chunks") > 0);
+    wait_idle(b);
+    assert_int_equal(check_mismatches(b), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    assert_copies_equal(&t, size);
+    clr_array_free(b);
+    free(zero);
+    free(buf);
+    free(junk);
+    rmfiles(&t);
+}
+
+/* ---- write-behind: a device another node failed is still written here ---- */
+
+static void test_write_behind(void **s)
+{
+    struct clr_array *a, *b;
+    uint8_t *buf = aligned_alloc(4096, 65536), *rd = aligned_alloc(4096, 65536), *raw = malloc(65536);
+    struct clr_err e = { "" };
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    /* only a's path to d1 breaks */
+    assert_int_equal(clr_io_fault_fail_range(clr_array_member_io(a, t.path[1]), CLR_IO_FAULT_WRITE, 0, 0, EIO), 0);
+    memset(buf, 0x5a, 65536);
+    assert_int_equal(clr_array_pwrite(a, buf, 65536, 1 << 20, 0), 0);
+    assert_true(dev_is(b, t.path[1], "faulty"));
+    assert_int_equal(disk_role(t.path[0], 1), CLR_MD_ROLE_FAULTY);
+    /* b keeps d1 current (best effort) ... */
+    memset(buf, 0x6b, 65536);
+    assert_int_equal(clr_array_pwrite(b, buf, 65536, 2 << 20, 0), 0);
+    pread_all(t.path[1], raw, 65536, t.data_offset * 512 + (2 << 20));
+    assert_memory_equal(buf, raw, 65536);
+    /* ... but never reads it */
+    memset(raw, 0xee, 65536);
+    pwrite_all(t.path[1], raw, 65536, t.data_offset * 512 + (2 << 20));
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(clr_array_pread(b, rd, 65536, 2 << 20), 0);
+        assert_memory_equal(buf, rd, 65536);
+    }
+    /* a, which saw the failure, does not write it */
+    memset(buf, 0x7c, 65536);
+    pwrite_all(t.path[1], raw, 65536, t.data_offset * 512 + (4 << 20));
+    assert_int_equal(clr_array_pwrite(a, buf, 65536, 4 << 20, 0), 0);
+    pread_all(t.path[1], rd, 65536, t.data_offset * 512 + (4 << 20));
+    assert_memory_equal(raw, rd, 65536);
+    /* removed: b stops too */
+    if (clr_array_remove_device(a, t.path[1], &e) != 0)
+        fail_msg("remove: %s", e.msg);
+    assert_true(dev_is(b, t.path[1], "removed"));
+    memset(buf, 0x8d, 65536);
+    assert_int_equal(clr_array_pwrite(b, buf, 65536, 4 << 20, 0), 0);
+    pread_all(t.path[1], rd, 65536, t.data_offset * 512 + (4 << 20));
+    assert_memory_equal(raw, rd, 65536);
+    assert_int_equal(clr_array_stop(a), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    clr_array_free(a);
+    clr_array_free(b);
+    free(buf);
+    free(rd);
+    free(raw);
+    rmfiles(&t);
+}
+
+/* ---- a failure the cluster was not told of is never acked ---- */
+
+static void test_unannounced_failure_not_acked(void **s)
+{
+    struct clr_array *a, *b;
+    struct bg_write w = { 0 };
+    uint8_t *buf = aligned_alloc(4096, 65536);
+    struct clr_err e = { "" };
+    pthread_t th;
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    /* b cannot re-read any superblock: it refuses METADATA_UPDATED */
+    for (unsigned i = 0; i < 2; i++)
+        assert_int_equal(clr_io_fault_fail_range(clr_array_member_io(b, t.path[i]), CLR_IO_FAULT_READ, 4096, 4096, EIO), 0);
+    assert_int_equal(clr_io_fault_fail_range(clr_array_member_io(a, t.path[1]), CLR_IO_FAULT_WRITE, 0, 0, EIO), 0);
+    memset(buf, 0x5a, 65536);
+    w.a = a;
+    w.buf = buf;
+    w.off = 1 << 20;
+    pthread_create(&th, NULL, bg_write_main, &w);
+    assert_int_equal(clr_array_wait_frozen(a, 10000, 1), 0);
+    usleep(200000);
+    assert_int_equal(atomic_load(&w.done), 0);
+    assert_int_equal(clr_array_thaw_error(a, &e), 0);
+    WAIT_FOR(atomic_load(&w.done) == 1, 10000);
+    pthread_join(th, NULL);
+    assert_int_equal(w.rc, -EIO);
+    for (unsigned i = 0; i < 2; i++)
+        clr_io_fault_clear(clr_array_member_io(b, t.path[i]));
+    clr_array_stop(a);
+    assert_int_equal(clr_array_stop(b), 0);
+    clr_array_free(a);
+    clr_array_free(b);
+    free(buf);
+    rmfiles(&t);
+}
+
+/* ---- a re-add not taken everywhere is rolled back ---- */
+
+static void test_readd_rollback(void **s)
+{
+    struct clr_array *a, *b;
+    uint8_t *buf = aligned_alloc(4096, 1 << 20);
+    struct clr_err e = { "" };
+    uint64_t off, nb;
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    if (clr_array_fail_device(a, t.path[1], &e) != 0)
+        fail_msg("fail: %s", e.msg);
+    memset(buf, 0x22, 1 << 20);
+    assert_int_equal(clr_array_pwrite(b, buf, 1 << 20, 9 << 20, 0), 0);
+    /* a cannot read b's bitmap slot: gathering the bitmaps fails */
+    off = slot_bits_off(t.path[0], 1, &nb);
+    assert_int_equal(clr_io_fault_fail_range(clr_array_member_io(a, t.path[0]), CLR_IO_FAULT_READ, off - 256, 4096, EIO), 0);
+    assert_int_not_equal(clr_array_readd_device(a, t.path[1], &e), 0);
+    assert_non_null(strstr(e.msg, "rolled back"));
+    assert_true(dev_is(a, t.path[1], "faulty"));
+    WAIT_FOR(dev_is(b, t.path[1], "faulty"), 5000);
+    assert_int_equal(disk_role(t.path[0], 1), CLR_MD_ROLE_FAULTY);
+    /* the fault gone, the re-add works */
+    clr_io_fault_clear(clr_array_member_io(a, t.path[0]));
+    if (clr_array_readd_device(a, t.path[1], &e) != 0)
+        fail_msg("re-add: %s", e.msg);
+    wait_idle(a);
+    WAIT_FOR(dev_is(a, t.path[1], "in_sync"), 10000);
+    WAIT_FOR(dev_is(b, t.path[1], "in_sync"), 10000);
+    assert_int_equal(check_mismatches(b), 0);
+    assert_int_equal(clr_array_stop(a), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    assert_copies_equal(&t, clr_array_size(a));
+    clr_array_free(a);
+    clr_array_free(b);
+    free(buf);
+    rmfiles(&t);
+}
+
 /* ---- refusals: what md refuses clustered, and plain local ---- */
 
 static void test_refusals(void **s)
@@ -739,6 +949,10 @@ int main(void)
         cmocka_unit_test(test_window_holds_write),
         cmocka_unit_test(test_fail_remove_readd),
         cmocka_unit_test(test_add_spare),
+        cmocka_unit_test(test_takeover_partial_bitmap),
+        cmocka_unit_test(test_write_behind),
+        cmocka_unit_test(test_unannounced_failure_not_acked),
+        cmocka_unit_test(test_readd_rollback),
     };
 
     srand((unsigned)time(NULL));
