@@ -35,11 +35,19 @@
 
 struct cl_lockent {
     struct cl_lockent *next;
+    struct arr_cluster *cl;
     pthread_mutex_t mu;             /* one operation at a time per resource */
     struct clr_lock *lk;
+    /* a request whose cancel timed out may still be granted: the core
+     * believes @believed (CLR_LOCK_IV: nothing); a stray grant above it
+     * is converted back to NL (under tmu) */
+    pthread_mutex_t tmu;
+    bool stray;
+    int believed;
 };
 
 struct cl_candidate {
+    int adder;                      /* slot that sent NEWDISK (-1: unknown) */
     uint32_t dev_number;
     uint8_t uuid[16];
     char *path;
@@ -66,12 +74,20 @@ struct arr_cluster {
     bool frozen_by_cluster;
     int members;                    /* live members at the last event (mu) */
     char backend[16];
+    uint64_t dead_pending;          /* slots that died: orphans to settle (mu) */
+    /* status timestamps, wall-clock ms (mu) */
+    int64_t recovery_started_ms, read_balancing_restored_ms, takeover_at_ms;
 };
 
 /* The thread holding `metadata` (its superblock writes need no second begin). */
 static __thread bool tl_meta_held;
 /* Members that refused this thread's last broadcast (h_send). */
 static __thread unsigned tl_refused;
+/* The message this (receive) thread is processing: sender slot, type. */
+static __thread int tl_rx_sender = -1, tl_rx_type = -1;
+/* reload_sb settles every NEWDISK candidate (METADATA_UPDATED, our own
+ * metadata section), else only those of dead adders */
+static __thread bool tl_settle_all;
 
 bool clr_arr_cl_meta_held(void)
 {
@@ -109,6 +125,31 @@ static void deadline(struct timespec *ts, unsigned ms)
 
 /* ---- host: locks ---- */
 
+/* Completion (dispatch thread, must not block): a grant that arrives
+ * after its request timed out and could not be cancelled leaves a lock
+ * the core does not know it holds (a stray `resync` EX would stop every
+ * resync cluster-wide): convert it back to NL. */
+static void cl_ast(struct clr_lock *lk, void *arg)
+{
+    struct cl_lockent *le = arg;
+    int g;
+
+    pthread_mutex_lock(&le->tmu);
+    if (!le->stray) {
+        pthread_mutex_unlock(&le->tmu);
+        return;
+    }
+    g = clr_lock_mode(lk);
+    if (g != CLR_LOCK_IV && g > (le->believed == CLR_LOCK_IV ? CLR_LOCK_NL : le->believed)) {
+        if (clr_lock_request(lk, le->believed == CLR_LOCK_IV ? CLR_LOCK_NL : le->believed, 0) == 0)
+            clr_arr_log(le->cl->a, LOG_WARNING, "cluster: %s granted %s after its request timed out: converted back",
+                        clr_lock_name(lk), clr_lock_mode_name(g));
+    } else {
+        le->stray = false;
+    }
+    pthread_mutex_unlock(&le->tmu);
+}
+
 static struct cl_lockent *lock_get(struct arr_cluster *cl, const char *res)
 {
     struct cl_lockent *le;
@@ -120,12 +161,15 @@ static struct cl_lockent *lock_get(struct arr_cluster *cl, const char *res)
     if (!le) {
         le = calloc(1, sizeof *le);
         if (le) {
-            le->lk = clr_lock_create(cl->ls, res, NULL, NULL, NULL);
+            le->cl = cl;
+            le->believed = CLR_LOCK_IV;
+            le->lk = clr_lock_create(cl->ls, res, cl_ast, NULL, le);
             if (!le->lk) {
                 free(le);
                 le = NULL;
             } else {
                 pthread_mutex_init(&le->mu, NULL);
+                pthread_mutex_init(&le->tmu, NULL);
                 le->next = cl->locks;
                 cl->locks = le;
             }
@@ -147,6 +191,20 @@ static int h_lock(void *arg, const char *res, int mode, unsigned flags, uint8_t 
         return -ENOMEM;
     atomic_fetch_add(&cl->lock_ops, 1);
     pthread_mutex_lock(&le->mu);
+    pthread_mutex_lock(&le->tmu);
+    if (le->stray) {
+        /* a late grant or its conversion back may still be pending */
+        pthread_mutex_unlock(&le->tmu);
+        rc = clr_lock_wait(le->lk, CL_SLICE_MS);
+        pthread_mutex_lock(&le->tmu);
+        if (rc == -ETIMEDOUT) {
+            pthread_mutex_unlock(&le->tmu);
+            pthread_mutex_unlock(&le->mu);
+            return -ETIMEDOUT;
+        }
+        le->stray = false;  /* this request converts from whatever is held */
+    }
+    pthread_mutex_unlock(&le->tmu);
     for (;;) {
         if ((flags & CLR_LOCK_F_VALBLK) && lvb)
             memcpy(clr_lock_lvb(le->lk), lvb, CLR_LOCK_LVB_LEN);
@@ -162,6 +220,23 @@ static int h_lock(void *arg, const char *res, int mode, unsigned flags, uint8_t 
     }
     if (rc == 0 && (flags & CLR_LOCK_F_VALBLK) && lvb)
         memcpy(lvb, clr_lock_lvb(le->lk), CLR_LOCK_LVB_LEN);
+    if (rc == -ETIMEDOUT || rc == -ESHUTDOWN) {
+        /* the cancel may not have won: a grant may still come (cl_ast),
+         * or may have come already */
+        bool pending = clr_lock_wait(le->lk, 1) == -ETIMEDOUT;
+        int g = clr_lock_mode(le->lk);
+
+        pthread_mutex_lock(&le->tmu);
+        le->stray = true;
+        if (!pending && g != CLR_LOCK_IV &&
+            g > (le->believed == CLR_LOCK_IV ? CLR_LOCK_NL : le->believed))
+            clr_lock_request(le->lk, le->believed == CLR_LOCK_IV ? CLR_LOCK_NL : le->believed, 0);
+        pthread_mutex_unlock(&le->tmu);
+    } else if (rc == 0) {
+        pthread_mutex_lock(&le->tmu);
+        le->believed = mode;
+        pthread_mutex_unlock(&le->tmu);
+    }
     pthread_mutex_unlock(&le->mu);
     return rc;
 }
@@ -176,6 +251,15 @@ static int h_unlock(void *arg, const char *res)
         return -ENOMEM;
     atomic_fetch_add(&cl->lock_ops, 1);
     pthread_mutex_lock(&le->mu);
+    pthread_mutex_lock(&le->tmu);
+    if (le->stray) {
+        pthread_mutex_unlock(&le->tmu);
+        clr_lock_wait(le->lk, CL_LOCK_LIMIT_MS);
+        pthread_mutex_lock(&le->tmu);
+        le->stray = false;
+    }
+    le->believed = CLR_LOCK_IV;
+    pthread_mutex_unlock(&le->tmu);
     if (clr_lock_mode(le->lk) != CLR_LOCK_IV)
         rc = clr_unlock_sync(le->lk, 0, CL_LOCK_LIMIT_MS);
     pthread_mutex_unlock(&le->mu);
@@ -204,8 +288,25 @@ static int h_send(void *arg, const struct clr_mdc_msg *m, unsigned *refused)
 static int bcast_recv(void *arg, const struct clr_bcast_msg *m)
 {
     struct arr_cluster *cl = arg;
+    struct clr_mdc_msg d;
+    int rc;
 
-    return clr_mdc_receive(&cl->mdc, m);
+    if (clr_mdc_msg_decode(m, &d) == 0) {
+        tl_rx_sender = d.sender;
+        tl_rx_type = (int)d.type;
+        tl_settle_all = d.type == CLR_MDC_METADATA_UPDATED;
+        if (d.type == CLR_MDC_TAKEOVER && d.sender >= 0 && d.slot == (uint32_t)d.sender &&
+            d.slot < 64) {
+            /* that slot is alive again: nothing of it is orphaned */
+            pthread_mutex_lock(&cl->mu);
+            cl->dead_pending &= ~(1ull << d.slot);
+            pthread_mutex_unlock(&cl->mu);
+        }
+    }
+    rc = clr_mdc_receive(&cl->mdc, m);
+    tl_rx_sender = tl_rx_type = -1;
+    tl_settle_all = false;
+    return rc;
 }
 
 /* ---- host: bitmap slots ---- */
@@ -317,6 +418,9 @@ static int h_bitmap_clear(void *arg, unsigned slot)
             rc = clr_arr_member_failed(a, tgt[i], w) ? w : 0;
     }
     clr_io_free(buf);
+    pthread_mutex_lock(&cl->mu);
+    cl->takeover_at_ms = clr_arr_wall_ms();
+    pthread_mutex_unlock(&cl->mu);
     return rc;
 }
 
@@ -421,7 +525,7 @@ static void drop_candidate_locked(struct arr_cluster *cl, unsigned i)
 
 /* Candidates from NEWDISK: kept as a member if the superblocks now carry
  * them, dropped if the adder rolled back. */
-static void settle_candidates(struct arr_cluster *cl, const struct clr_md_sb *ref)
+static void settle_candidates(struct arr_cluster *cl, const struct clr_md_sb *ref, uint64_t dead)
 {
     struct clr_array *a = cl->a;
 
@@ -430,6 +534,13 @@ static void settle_candidates(struct arr_cluster *cl, const struct clr_md_sb *re
         struct cl_candidate *c = &cl->cand[i];
         struct clr_md_sb sb;
         struct arr_member *m;
+
+        /* a live adder's NEWDISK may still be in flight: its METADATA_UPDATED
+         * (commit or roll back) settles it */
+        if (!tl_settle_all && c->adder >= 0 && !(dead & (1ull << c->adder))) {
+            i++;
+            continue;
+        }
         bool ok = read_sb_io(c->io, a->sb.set_uuid, &sb) == 0 &&
                   memcmp(sb.device_uuid, c->uuid, 16) == 0 && sb.dev_number == c->dev_number &&
                   c->dev_number < ref->max_dev && ref->dev_roles[c->dev_number] != CLR_MD_ROLE_FAULTY;
@@ -465,7 +576,72 @@ static void settle_candidates(struct arr_cluster *cl, const struct clr_md_sb *re
  * what other nodes changed: faulty roles (marked here without writing and
  * without a local recovery), spares activated elsewhere (written, not read,
  * until a later update shows them in sync), events. */
+static int reload_sb_dead(struct clr_array *a, uint32_t dev_number, uint64_t dead);
+
+/* The newest superblock over every in-sync member (a dead writer may have
+ * reached only some of them). */
+static int read_newest_sb(struct clr_array *a, struct clr_md_sb *sb)
+{
+    struct arr_member *in[ARR_MAX_MEMBERS];
+    unsigned nin = 0, nok = 0;
+    int last = -ENODEV;
+
+    pthread_mutex_lock(&a->lock);
+    for (unsigned i = 0; i < a->nmem; i++)
+        if (a->mem[i]->state == ARR_M_IN_SYNC && a->mem[i]->io)
+            in[nin++] = a->mem[i];
+    pthread_mutex_unlock(&a->lock);
+    for (unsigned i = 0; i < nin; i++) {
+        struct clr_md_sb x;
+        int r = read_sb_io(in[i]->io, a->sb.set_uuid, &x);
+
+        if (r) {
+            last = r;
+            clr_arr_log(a, LOG_WARNING, "%s: cannot re-read the superblock: %s", in[i]->path, strerror(-r));
+            continue;
+        }
+        if (nok++ == 0 || x.events > sb->events)
+            *sb = x;
+    }
+    if (!nok) {
+        clr_arr_log(a, LOG_ERR, "cannot re-read the superblock from any in-sync member: %s", strerror(-last));
+        return last;
+    }
+    return 0;
+}
+
+int clr_arr_cl_rebuild_check(struct clr_array *a, struct arr_member *m, uint64_t *off)
+{
+    struct clr_md_sb own, sb;
+    struct clr_io_dev *io;
+    int role;
+    uint32_t dn;
+
+    if (!a->cl)
+        return 0;
+    pthread_mutex_lock(&a->lock);
+    io = m->io;
+    role = m->role;
+    dn = m->dev_number;
+    pthread_mutex_unlock(&a->lock);
+    if (!io || role < 0 || read_sb_io(io, a->sb.set_uuid, &own) != 0 || read_newest_sb(a, &sb) != 0)
+        return 0;
+    if (dn < sb.max_dev && sb.dev_roles[dn] == (uint16_t)role && !member_recovering(&own) &&
+        own.events + 1 >= sb.events)
+        return 1;
+    if (member_recovering(&own) && !(own.feature_map & CLR_MD_FEAT_RECOVERY_BITMAP) &&
+        own.recovery_offset > *off)
+        *off = own.recovery_offset;
+    return 0;
+}
+
 static int reload_sb(struct clr_array *a, uint32_t dev_number)
+{
+    return reload_sb_dead(a, dev_number, 0);
+}
+
+/* @dead: slots that died; their NEWDISK candidates are settled too. */
+static int reload_sb_dead(struct clr_array *a, uint32_t dev_number, uint64_t dead)
 {
     struct arr_cluster *cl = a->cl;
     struct arr_member *src = NULL, *chk[ARR_MAX_MEMBERS];
@@ -488,38 +664,16 @@ static int reload_sb(struct clr_array *a, uint32_t dev_number)
         /* CLR_MDC_ANY_DEV (after a death, a join, our own meta_begin), or
          * the named member is unreadable here: every in-sync member's,
          * the newest wins (a dead writer may have reached only some) */
-        struct arr_member *in[ARR_MAX_MEMBERS];
-        unsigned nin = 0, nok = 0;
-        int last = -ENODEV;
-
         if (src)
             clr_arr_log(a, LOG_WARNING, "%s: cannot re-read the superblock (%s): using another member's",
                         src->path, strerror(-rc));
-        pthread_mutex_lock(&a->lock);
-        for (unsigned i = 0; i < a->nmem; i++)
-            if (a->mem[i]->state == ARR_M_IN_SYNC && a->mem[i]->io)
-                in[nin++] = a->mem[i];
-        pthread_mutex_unlock(&a->lock);
-        for (unsigned i = 0; i < nin; i++) {
-            struct clr_md_sb x;
-            int r = read_sb_io(in[i]->io, a->sb.set_uuid, &x);
-
-            if (r) {
-                last = r;
-                clr_arr_log(a, LOG_WARNING, "%s: cannot re-read the superblock: %s", in[i]->path, strerror(-r));
-                continue;
-            }
-            if (nok++ == 0 || x.events > sb.events)
-                sb = x;
-        }
-        if (!nok) {
-            clr_arr_log(a, LOG_ERR, "cannot re-read the superblock from any in-sync member: %s", strerror(-last));
-            return last;
-        }
+        rc = read_newest_sb(a, &sb);
+        if (rc)
+            return rc;
     }
     /* new devices announced by NEWDISK first: they may have a role now */
     if (cl)
-        settle_candidates(cl, &sb);
+        settle_candidates(cl, &sb, dead);
     own = calloc(ARR_MAX_MEMBERS, sizeof *own);
     if (!own)
         return -ENOMEM;
@@ -551,6 +705,8 @@ static int reload_sb(struct clr_array *a, uint32_t dev_number)
             m->role = r;
             m->state = ARR_M_REBUILDING;
             m->remote_rebuild = true;
+            /* the sender of the update activated it and rebuilds it */
+            m->rebuilder = tl_rx_type == CLR_MDC_METADATA_UPDATED ? tl_rx_sender : -1;
             m->bitmap_recovery = false;
             a->role_mem[r] = m;
             clr_arr_log(a, LOG_NOTICE, "%s: takes role %u on another node, rebuilding there", m->path, r);
@@ -602,6 +758,15 @@ static int h_find_disk(void *arg, const uint8_t uuid[16], uint32_t dev_number)
     int rc = -ENOENT;
 
     clr_uuid_format_dashed(uuid, want);
+    /* one NEWDISK at a time cluster-wide (its adder holds `metadata`):
+     * candidates of an earlier one are stale (its adder died) */
+    pthread_mutex_lock(&cl->mu);
+    while (cl->ncand) {
+        clr_arr_log(a, LOG_INFO, "%s: candidate for device %u dropped (a newer NEWDISK)", cl->cand[0].path,
+                    cl->cand[0].dev_number);
+        drop_candidate_locked(cl, 0);
+    }
+    pthread_mutex_unlock(&cl->mu);
     pthread_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nmem; i++) {
         char tmp[256];
@@ -648,6 +813,7 @@ static int h_find_disk(void *arg, const uint8_t uuid[16], uint32_t dev_number)
                     if (cl->ncand < CL_MAX_CANDIDATES) {
                         struct cl_candidate *c = &cl->cand[cl->ncand++];
 
+                        c->adder = tl_rx_sender;
                         c->dev_number = dev_number;
                         memcpy(c->uuid, uuid, 16);
                         c->path = realpath(path, NULL);
@@ -748,6 +914,7 @@ static int h_remote_readd(void *arg, uint32_t dev_number)
         m->state = ARR_M_REBUILDING;
         m->write_behind = false;
         m->remote_rebuild = true;
+        m->rebuilder = tl_rx_sender;
         m->bitmap_recovery = true;
         a->role_mem[role] = m;
         clr_arr_recompute_locked(a);
@@ -792,6 +959,13 @@ static void cl_event(struct clr_ls *ls, const struct clr_ls_event *ev, void *arg
         cl->members = n;
         pthread_mutex_unlock(&cl->mu);
     }
+    if (ev->type == CLR_LS_EV_PREP || ev->type == CLR_LS_EV_MEMBER_FAILED) {
+        pthread_mutex_lock(&cl->mu);
+        cl->recovery_started_ms = clr_arr_wall_ms();
+        if (ev->type == CLR_LS_EV_MEMBER_FAILED && ev->slot >= 1 && ev->slot <= 64)
+            cl->dead_pending |= 1ull << (ev->slot - 1);
+        pthread_mutex_unlock(&cl->mu);
+    }
     switch (ev->type) {
     case CLR_LS_EV_PREP:
         clr_mdc_on_prep(&cl->mdc);
@@ -825,6 +999,61 @@ static void cl_event(struct clr_ls *ls, const struct clr_ls_event *ev, void *arg
     }
 }
 
+/* Members that slots in @dead were rebuilding: nobody drives them any
+ * more. The rebuild resumes here (from the checkpoint in the member's own
+ * superblock; a re-add's gathered bits died with its node: a full
+ * recovery). Several survivors may resume: they take turns on `resync`
+ * and the later ones find it done (run_recover re-checks). */
+static void resume_orphans(struct arr_cluster *cl, uint64_t dead)
+{
+    struct clr_array *a = cl->a;
+    struct arr_member *orph[ARR_MAX_MEMBERS];
+    unsigned n = 0;
+
+    pthread_mutex_lock(&a->lock);
+    for (unsigned i = 0; i < a->nmem; i++) {
+        struct arr_member *m = a->mem[i];
+
+        if (m->state == ARR_M_REBUILDING && m->remote_rebuild && m->io &&
+            (m->rebuilder < 0 || (m->rebuilder < 64 && (dead & (1ull << m->rebuilder)))))
+            orph[n++] = m;
+    }
+    pthread_mutex_unlock(&a->lock);
+    for (unsigned i = 0; i < n; i++) {
+        struct arr_member *m = orph[i];
+        struct clr_md_sb own;
+        bool have = read_sb_io(m->io, a->sb.set_uuid, &own) == 0;
+        uint64_t off = have && member_recovering(&own) && !(own.feature_map & CLR_MD_FEAT_RECOVERY_BITMAP)
+                       ? own.recovery_offset : 0;
+
+        pthread_mutex_lock(&a->lock);
+        if (m->state == ARR_M_REBUILDING && m->remote_rebuild) {
+            m->remote_rebuild = false;
+            m->rebuilder = -1;
+            m->bitmap_recovery = false;
+            m->recovery_offset = off;
+            clr_arr_log(a, LOG_NOTICE, "%s: the node rebuilding it died: recovery resumes here from sector %" PRIu64,
+                        m->path, off);
+            clr_arr_sync_kick_locked(a);
+        }
+        pthread_mutex_unlock(&a->lock);
+    }
+}
+
+/* Status: read balancing is back once no takeover is queued and the
+ * membership change is over. */
+static void note_balancing(struct arr_cluster *cl)
+{
+    struct clr_mdc_stats st;
+
+    clr_mdc_stats(&cl->mdc, &st);
+    pthread_mutex_lock(&cl->mu);
+    if (!st.recovering && !st.pending && cl->recovery_started_ms &&
+        cl->read_balancing_restored_ms < cl->recovery_started_ms)
+        cl->read_balancing_restored_ms = clr_arr_wall_ms();
+    pthread_mutex_unlock(&cl->mu);
+}
+
 static void *rec_main(void *arg)
 {
     struct arr_cluster *cl = arg;
@@ -832,15 +1061,27 @@ static void *rec_main(void *arg)
 
     pthread_mutex_lock(&cl->mu);
     while (!cl->stop) {
-        uint64_t g = cl->gen;
+        uint64_t g = cl->gen, dead;
         bool pend;
         int rc = 0;
 
         pthread_mutex_unlock(&cl->mu);
+        note_balancing(cl);
         pend = clr_mdc_recovery_pending(&cl->mdc);
         if (pend)
             rc = clr_mdc_recover(&cl->mdc);
+        note_balancing(cl);
+        pend = clr_mdc_recovery_pending(&cl->mdc);     /* not under cl->mu: changed() nests the other way */
         pthread_mutex_lock(&cl->mu);
+        dead = rc == 0 && !pend ? cl->dead_pending : 0;
+        cl->dead_pending &= ~dead;
+        if (dead && !cl->stop) {
+            /* the dead slots are taken over: what they left half done */
+            pthread_mutex_unlock(&cl->mu);
+            reload_sb_dead(cl->a, CLR_MDC_ANY_DEV, dead);
+            resume_orphans(cl, dead);
+            pthread_mutex_lock(&cl->mu);
+        }
         if (cl->stop)
             break;
         if (rc && rc != -ESHUTDOWN) {
@@ -1229,7 +1470,9 @@ int clr_arr_cl_meta_begin(struct clr_array *a)
     if (rc)
         return rc;
     tl_meta_held = true;
-    reload_sb(a, UINT32_MAX);
+    tl_settle_all = true;   /* no NEWDISK of another node is in flight now */
+    reload_sb(a, CLR_MDC_ANY_DEV);
+    tl_settle_all = false;
     return 0;
 }
 
@@ -1389,17 +1632,30 @@ void clr_arr_cl_status(struct clr_array *a, json_object *o, uint64_t *lock_ops, 
         json_object_object_add(c, "read_balancing", json_object_new_boolean(true));
         json_object_object_add(c, "remote_window", NULL);
         json_object_object_add(c, "last_takeover", NULL);
+        json_object_object_add(c, "recovery_started_ms", NULL);
+        json_object_object_add(c, "read_balancing_restored_ms", NULL);
         json_object_object_add(c, "messages_sent", json_object_new_int(0));
         json_object_object_add(c, "messages_received", json_object_new_int(0));
         json_object_object_add(o, "cluster", c);
         return;
     }
+    int64_t started, restored, taken;
+
     clr_mdc_stats(&cl->mdc, &st);
     pthread_mutex_lock(&cl->mu);
     json_object_object_add(c, "backend", json_object_new_string(cl->backend));
     json_object_object_add(c, "slot", json_object_new_int64(st.slot));
     json_object_object_add(c, "members", json_object_new_int(cl->stop ? 0 : cl->members));
+    started = cl->recovery_started_ms;
+    restored = cl->read_balancing_restored_ms;
+    taken = cl->takeover_at_ms;
     pthread_mutex_unlock(&cl->mu);
+    /* wall-clock ms since the epoch: the last PREP/MEMBER_FAILED, and when
+     * read balancing came back after it (null: not yet) */
+    json_object_object_add(c, "recovery_started_ms", started ? json_object_new_int64(started) : NULL);
+    json_object_object_add(c, "read_balancing_restored_ms",
+                           started && restored >= started && !(st.recovering || st.pending)
+                           ? json_object_new_int64(restored) : NULL);
     json_object_object_add(c, "recovered_slots", json_object_new_int64((int64_t)st.recovered_slots));
     json_object_object_add(c, "recovering", json_object_new_boolean(st.recovering || st.pending));
     json_object_object_add(c, "read_balancing", json_object_new_boolean(!(st.recovering || st.pending)));
@@ -1417,6 +1673,7 @@ void clr_arr_cl_status(struct clr_array *a, json_object *o, uint64_t *lock_ops, 
         json_object_object_add(x, "slot", json_object_new_int(st.last_taken_slot));
         json_object_object_add(x, "dirty_chunks", json_object_new_int64((int64_t)st.last_taken_chunks));
         json_object_object_add(x, "bytes", json_object_new_int64((int64_t)(st.last_taken_chunks * a->bsb.chunksize)));
+        json_object_object_add(x, "at_ms", taken ? json_object_new_int64(taken) : NULL);
         json_object_object_add(c, "last_takeover", x);
     } else {
         json_object_object_add(c, "last_takeover", NULL);

@@ -254,6 +254,9 @@ int clr_arr_cl_resync_begin(struct clr_array *a, uint64_t lo, uint64_t hi);
 int clr_arr_cl_resync_window(struct clr_array *a, uint64_t lo, uint64_t hi, uint64_t end);
 void clr_arr_cl_resync_end(struct clr_array *a);
 bool clr_arr_needed_extent(struct clr_array *a, uint64_t *lo, uint64_t *hi);
+/* 1: another node finished rebuilding @m; else *off raised to its
+ * checkpoint on disk */
+int clr_arr_cl_rebuild_check(struct clr_array *a, struct arr_member *m, uint64_t *off);
 /* management */
 int clr_arr_cl_send_remove(struct clr_array *a, uint32_t dev_number);
 int clr_arr_cl_readd(struct clr_array *a, uint32_t dev_number);

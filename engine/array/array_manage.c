@@ -136,6 +136,9 @@ json_object *clr_array_status_json(struct clr_array *a)
     }
     x = json_object_new_object();
     json_object_object_add(x, "bytes", json_object_new_int64((int64_t)a->last_resync_bytes));
+    /* wall-clock ms since the epoch (null: none yet / still running) */
+    json_object_object_add(x, "started_ms", a->sync_started_ms ? json_object_new_int64(a->sync_started_ms) : NULL);
+    json_object_object_add(x, "ended_ms", a->sync_ended_ms ? json_object_new_int64(a->sync_ended_ms) : NULL);
     json_object_object_add(o, "last_resync", x);
     x = json_object_new_object();
     json_object_object_add(x, "mismatches", json_object_new_int64((int64_t)a->last_check_mismatches));

@@ -407,6 +407,17 @@ static void test_takeover(void **s)
     WAIT_FOR(st_int(b, "cluster.members") == 1, 5000);
     wait_idle(b);
     assert_true(st_int(b, "last_resync.bytes") > 0);
+    /* timestamps (wall-clock ms) to measure the recovery exactly */
+    {
+        int64_t t0 = st_int(b, "cluster.recovery_started_ms"), now = (int64_t)time(NULL) * 1000;
+
+        assert_true(t0 > now - 60000 && t0 <= now + 1000);
+        assert_true(st_int(b, "cluster.last_takeover.at_ms") >= t0);
+        WAIT_FOR(!st_null(b, "cluster.read_balancing_restored_ms"), 5000);
+        assert_true(st_int(b, "cluster.read_balancing_restored_ms") >= t0);
+        assert_true(st_int(b, "last_resync.started_ms") >= t0);
+        assert_true(st_int(b, "last_resync.ended_ms") >= st_int(b, "last_resync.started_ms"));
+    }
     assert_int_equal(check_mismatches(b), 0);
     assert_int_equal(clr_array_stop(b), 0);
     assert_copies_equal(&t, size);
@@ -886,6 +897,53 @@ static void test_readd_rollback(void **s)
     rmfiles(&t);
 }
 
+
+/* ---- the node rebuilding a spare dies: a survivor resumes the rebuild ---- */
+
+static void test_rebuild_resumes(void **s)
+{
+    struct clr_array *a, *b;
+    uint8_t *buf = aligned_alloc(4096, 1 << 20);
+    struct clr_err e = { "" };
+    char spare[400];
+    uint64_t size;
+    struct tarr t;
+    int fd;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 64ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    size = clr_array_size(a);
+    for (unsigned i = 0; i < 8; i++) {
+        memset(buf, 0x30 + (int)i, 1 << 20);
+        assert_int_equal(clr_array_pwrite(b, buf, 1 << 20, (uint64_t)i * 7 << 20, 0), 0);
+    }
+    if (clr_array_fail_device(a, t.path[1], &e) != 0 || clr_array_remove_device(a, t.path[1], &e) != 0)
+        fail_msg("fail/remove: %s", e.msg);
+    snprintf(spare, sizeof spare, "%s/d5", t.dir);
+    fd = open(spare, O_RDWR | O_CREAT, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)t.dev_bytes), 0);
+    close(fd);
+    clr_array_set_sync_speed(a, 1000, 4000);     /* slow: it dies half way */
+    if (clr_array_add_device(a, spare, &e) != 0)
+        fail_msg("add: %s", e.msg);
+    WAIT_FOR(dev_is(b, spare, "rebuilding"), 5000);
+    usleep(700000);
+    assert_int_equal(clr_array_crash(a), 0);
+    clr_array_free(a);
+    WAIT_FOR(dev_is(b, spare, "in_sync"), 60000);
+    wait_idle(b);
+    assert_int_equal(check_mismatches(b), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    assert_files_equal(t.path[0], spare, t.data_offset, size);
+    clr_array_free(b);
+    free(buf);
+    rmfiles(&t);
+}
+
 /* ---- refusals: what md refuses clustered, and plain local ---- */
 
 static void test_refusals(void **s)
@@ -953,6 +1011,7 @@ int main(void)
         cmocka_unit_test(test_write_behind),
         cmocka_unit_test(test_unannounced_failure_not_acked),
         cmocka_unit_test(test_readd_rollback),
+        cmocka_unit_test(test_rebuild_resumes),
     };
 
     srand((unsigned)time(NULL));
