@@ -42,7 +42,7 @@ struct cl_lockent {
      * believes @believed (CLR_LOCK_IV: nothing); a stray grant above it
      * is converted back to NL (under tmu) */
     pthread_mutex_t tmu;
-    bool stray;
+    bool stray, missed;
     int believed;
 };
 
@@ -125,27 +125,61 @@ static void deadline(struct timespec *ts, unsigned ms)
 
 /* ---- host: locks ---- */
 
-/* Completion (dispatch thread, must not block): a grant that arrives
- * after its request timed out and could not be cancelled leaves a lock
- * the core does not know it holds (a stray `resync` EX would stop every
- * resync cluster-wide): convert it back to NL. */
+/* A request whose cancel timed out may still be granted later, leaving
+ * a lock the core does not know it holds (a stray `resync` EX would stop
+ * every resync cluster-wide). While le->stray, a grant above what the core
+ * believes it holds is converted back (NL if it believes nothing). mu and
+ * tmu held; never waits more than a millisecond. */
+static void stray_fix_locked(struct cl_lockent *le)
+{
+    int want = le->believed == CLR_LOCK_IV ? CLR_LOCK_NL : le->believed, g;
+
+    if (!le->stray || clr_lock_wait(le->lk, 1) == -ETIMEDOUT)
+        return;     /* nothing stray, or the late answer is still to come */
+    g = clr_lock_mode(le->lk);
+    if (g != CLR_LOCK_IV && g > want) {
+        if (clr_lock_request(le->lk, want, 0) == 0)
+            clr_arr_log(le->cl->a, LOG_WARNING, "cluster: %s granted %s after its request timed out: converting back to %s",
+                        clr_lock_name(le->lk), clr_lock_mode_name(g), clr_lock_mode_name(want));
+        return;     /* its completion comes back to cl_ast */
+    }
+    le->stray = false;
+}
+
+/* Releases le->mu; a late completion that cl_ast could not handle
+ * meanwhile (mu was held) is handled here. */
+static void le_unlock(struct cl_lockent *le)
+{
+    for (;;) {
+        bool again;
+
+        pthread_mutex_lock(&le->tmu);
+        stray_fix_locked(le);
+        le->missed = false;
+        pthread_mutex_unlock(&le->tmu);
+        pthread_mutex_unlock(&le->mu);
+        pthread_mutex_lock(&le->tmu);
+        again = le->missed && le->stray;
+        pthread_mutex_unlock(&le->tmu);
+        if (!again || pthread_mutex_trylock(&le->mu) != 0)
+            return;
+    }
+}
+
+/* Completion callback (dispatch thread: must not block). */
 static void cl_ast(struct clr_lock *lk, void *arg)
 {
     struct cl_lockent *le = arg;
-    int g;
 
+    (void)lk;
     pthread_mutex_lock(&le->tmu);
-    if (!le->stray) {
-        pthread_mutex_unlock(&le->tmu);
-        return;
-    }
-    g = clr_lock_mode(lk);
-    if (g != CLR_LOCK_IV && g > (le->believed == CLR_LOCK_IV ? CLR_LOCK_NL : le->believed)) {
-        if (clr_lock_request(lk, le->believed == CLR_LOCK_IV ? CLR_LOCK_NL : le->believed, 0) == 0)
-            clr_arr_log(le->cl->a, LOG_WARNING, "cluster: %s granted %s after its request timed out: converted back",
-                        clr_lock_name(lk), clr_lock_mode_name(g));
-    } else {
-        le->stray = false;
+    if (le->stray) {
+        if (pthread_mutex_trylock(&le->mu) != 0) {
+            le->missed = true;      /* the holder of mu handles it */
+        } else {
+            stray_fix_locked(le);
+            pthread_mutex_unlock(&le->mu);
+        }
     }
     pthread_mutex_unlock(&le->tmu);
 }
@@ -185,6 +219,7 @@ static int h_lock(void *arg, const char *res, int mode, unsigned flags, uint8_t 
     struct cl_lockent *le = lock_get(cl, res);
     unsigned limit = strcmp(res, "resync") == 0 ? CL_RESYNC_LIMIT_MS : CL_LOCK_LIMIT_MS;
     uint64_t start = clr_lock_now_ms();
+    bool stray, pend = false;
     int rc;
 
     if (!le)
@@ -192,25 +227,42 @@ static int h_lock(void *arg, const char *res, int mode, unsigned flags, uint8_t 
     atomic_fetch_add(&cl->lock_ops, 1);
     pthread_mutex_lock(&le->mu);
     pthread_mutex_lock(&le->tmu);
-    if (le->stray) {
-        /* a late grant or its conversion back may still be pending */
-        pthread_mutex_unlock(&le->tmu);
-        rc = clr_lock_wait(le->lk, CL_SLICE_MS);
-        pthread_mutex_lock(&le->tmu);
-        if (rc == -ETIMEDOUT) {
-            pthread_mutex_unlock(&le->tmu);
-            pthread_mutex_unlock(&le->mu);
+    stray = le->stray;
+    pthread_mutex_unlock(&le->tmu);
+    if (stray) {
+        /* a late answer (or its conversion back) may still be pending;
+         * once done, this request converts from whatever is held */
+        if (clr_lock_wait(le->lk, CL_SLICE_MS) == -ETIMEDOUT) {
+            le_unlock(le);
             return -ETIMEDOUT;
         }
-        le->stray = false;  /* this request converts from whatever is held */
+        pthread_mutex_lock(&le->tmu);
+        le->stray = false;
+        pthread_mutex_unlock(&le->tmu);
     }
-    pthread_mutex_unlock(&le->tmu);
     for (;;) {
-        if ((flags & CLR_LOCK_F_VALBLK) && lvb)
-            memcpy(clr_lock_lvb(le->lk), lvb, CLR_LOCK_LVB_LEN);
-        rc = clr_lock_sync(le->lk, mode, flags, (flags & CLR_LOCK_F_NOQUEUE) ? 0 : CL_SLICE_MS);
-        if (rc != -ETIMEDOUT)
-            break;
+        if (pend) {
+            /* the cancel of the last try did not complete: its answer
+             * first (never a second request over a pending one) */
+            int w = clr_lock_wait(le->lk, CL_SLICE_MS);
+
+            if (w != -ETIMEDOUT) {
+                pend = false;
+                if (w == 0 && clr_lock_mode(le->lk) == mode) {
+                    rc = 0;     /* granted after all */
+                    break;
+                }
+                continue;
+            }
+            rc = -ETIMEDOUT;
+        } else {
+            if ((flags & CLR_LOCK_F_VALBLK) && lvb)
+                memcpy(clr_lock_lvb(le->lk), lvb, CLR_LOCK_LVB_LEN);
+            rc = clr_lock_sync(le->lk, mode, flags, (flags & CLR_LOCK_F_NOQUEUE) ? 0 : CL_SLICE_MS);
+            if (rc != -ETIMEDOUT)
+                break;
+            pend = clr_lock_wait(le->lk, 1) == -ETIMEDOUT;
+        }
         if (cl_stopping(cl)) {
             rc = -ESHUTDOWN;
             break;
@@ -220,24 +272,13 @@ static int h_lock(void *arg, const char *res, int mode, unsigned flags, uint8_t 
     }
     if (rc == 0 && (flags & CLR_LOCK_F_VALBLK) && lvb)
         memcpy(lvb, clr_lock_lvb(le->lk), CLR_LOCK_LVB_LEN);
-    if (rc == -ETIMEDOUT || rc == -ESHUTDOWN) {
-        /* the cancel may not have won: a grant may still come (cl_ast),
-         * or may have come already */
-        bool pending = clr_lock_wait(le->lk, 1) == -ETIMEDOUT;
-        int g = clr_lock_mode(le->lk);
-
-        pthread_mutex_lock(&le->tmu);
-        le->stray = true;
-        if (!pending && g != CLR_LOCK_IV &&
-            g > (le->believed == CLR_LOCK_IV ? CLR_LOCK_NL : le->believed))
-            clr_lock_request(le->lk, le->believed == CLR_LOCK_IV ? CLR_LOCK_NL : le->believed, 0);
-        pthread_mutex_unlock(&le->tmu);
-    } else if (rc == 0) {
-        pthread_mutex_lock(&le->tmu);
+    pthread_mutex_lock(&le->tmu);
+    if (rc == 0)
         le->believed = mode;
-        pthread_mutex_unlock(&le->tmu);
-    }
-    pthread_mutex_unlock(&le->mu);
+    else if (rc == -ETIMEDOUT || rc == -ESHUTDOWN)
+        le->stray = true;   /* a grant may still come, or came already */
+    pthread_mutex_unlock(&le->tmu);
+    le_unlock(le);
     return rc;
 }
 
@@ -245,6 +286,7 @@ static int h_unlock(void *arg, const char *res)
 {
     struct arr_cluster *cl = arg;
     struct cl_lockent *le = lock_get(cl, res);
+    bool stray;
     int rc = 0;
 
     if (!le)
@@ -252,17 +294,17 @@ static int h_unlock(void *arg, const char *res)
     atomic_fetch_add(&cl->lock_ops, 1);
     pthread_mutex_lock(&le->mu);
     pthread_mutex_lock(&le->tmu);
-    if (le->stray) {
-        pthread_mutex_unlock(&le->tmu);
-        clr_lock_wait(le->lk, CL_LOCK_LIMIT_MS);
-        pthread_mutex_lock(&le->tmu);
-        le->stray = false;
-    }
+    stray = le->stray;
+    pthread_mutex_unlock(&le->tmu);
+    if (stray)
+        clr_lock_wait(le->lk, CL_LOCK_LIMIT_MS);    /* the late answer first */
+    pthread_mutex_lock(&le->tmu);
+    le->stray = false;
     le->believed = CLR_LOCK_IV;
     pthread_mutex_unlock(&le->tmu);
     if (clr_lock_mode(le->lk) != CLR_LOCK_IV)
         rc = clr_unlock_sync(le->lk, 0, CL_LOCK_LIMIT_MS);
-    pthread_mutex_unlock(&le->mu);
+    le_unlock(le);
     return rc;
 }
 
@@ -1200,6 +1242,7 @@ void clr_arr_cl_free(struct clr_array *a)
     for (struct cl_lockent *le = cl->locks, *nx; le; le = nx) {
         nx = le->next;
         pthread_mutex_destroy(&le->mu);
+        pthread_mutex_destroy(&le->tmu);
         free(le);
     }
     while (cl->ncand)
@@ -1219,6 +1262,9 @@ static void cl_close(struct clr_array *a, bool killed)
         clr_bcast_close(cl->bc);
     cl->bc = NULL;
     for (struct cl_lockent *le = cl->locks; le; le = le->next) {
+        pthread_mutex_lock(&le->tmu);
+        le->stray = false;      /* closing: nothing to convert back */
+        pthread_mutex_unlock(&le->tmu);
         if (!killed && clr_lock_mode(le->lk) != CLR_LOCK_IV)
             clr_unlock_sync(le->lk, 0, 2000);
         clr_lock_destroy(le->lk);
