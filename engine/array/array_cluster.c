@@ -1551,7 +1551,10 @@ int clr_arr_cl_meta_end(struct clr_array *a, bool send)
         rc = -EREMOTEIO;
     }
     tl_refused = 0;
-    if (rc) {
+    if (rc && !send) {
+        clr_arr_log(a, LOG_ERR, "cluster: releasing the metadata lock: %s", strerror(-rc));
+        rc = 0;     /* nothing to announce: not the caller's failure */
+    } else if (rc) {
         clr_arr_log(a, LOG_ERR, "cluster: METADATA_UPDATED not delivered: %s", strerror(-rc));
     } else if (send) {
         pthread_mutex_lock(&a->meta_lock);

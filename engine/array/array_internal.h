@@ -139,8 +139,10 @@ struct clr_array {
     /* superblock writes */
     pthread_mutex_t meta_lock;
     uint64_t sb_done_gen;           /* written to the superblocks */
-    uint64_t sb_announced_gen;      /* written and (cluster) METADATA_UPDATED
-                                     * delivered to every node */
+    atomic_uint_fast64_t sb_announced_gen;  /* written and (cluster)
+                                     * METADATA_UPDATED delivered everywhere
+                                     * (written under meta_lock) */
+    atomic_uint_fast64_t local_fail_gen;    /* last failure seen here */
     uint8_t *sb_buf;                /* 4 KiB per member slot */
 
     /* bitmap */

@@ -262,6 +262,14 @@ int clr_arr_defer_end(struct clr_array *a)
     tl_defer = NULL;
     gen = tl_defer_gen;
     tl_defer_gen = 0;
+    if (a->cl) {
+        /* a member this node failed is left out of our writes at once:
+         * no write is acked before the others stop reading it either */
+        uint64_t lf = atomic_load(&a->local_fail_gen);
+
+        if (lf > gen && lf > atomic_load(&a->sb_announced_gen))
+            gen = lf;
+    }
     return gen ? announce_failure(a, gen) : 0;
 }
 
@@ -279,6 +287,7 @@ static bool mark_faulty_locked(struct clr_array *a, struct arr_member *m)
     m->write_behind = false;
     m->state = ARR_M_FAULTY;
     m->faulty_gen = ++a->state_gen;
+    atomic_store(&a->local_fail_gen, m->faulty_gen);
     if (role >= 0 && a->role_mem[role] == m)
         a->role_mem[role] = NULL;
     clr_arr_recompute_locked(a);

@@ -944,6 +944,61 @@ static void test_rebuild_resumes(void **s)
     rmfiles(&t);
 }
 
+
+/* ---- no write is acked before the others stopped reading a failed leg ---- */
+
+static void test_ack_waits_for_announcement(void **s)
+{
+    struct clr_array *a, *b;
+    struct bg_write x = { 0 }, y = { 0 };
+    uint8_t *bx = aligned_alloc(4096, 65536), *by = aligned_alloc(4096, 65536), *rd = aligned_alloc(4096, 65536);
+    pthread_t tx, ty;
+    struct timespec t0, t1;
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    memset(bx, 0x11, 65536);
+    memset(by, 0x22, 65536);
+    /* warm the bitmap: no flush in the timed writes */
+    assert_int_equal(clr_array_pwrite(a, bx, 65536, 1 << 20, 0), 0);
+    assert_int_equal(clr_array_pwrite(a, by, 65536, 3 << 20, 0), 0);
+    /* b is slow to process METADATA_UPDATED (its superblock reads) */
+    clr_io_fault_delay(clr_array_member_io(b, t.path[0]), 800);
+    clr_io_fault_delay(clr_array_member_io(b, t.path[1]), 800);
+    assert_int_equal(clr_io_fault_fail_range(clr_array_member_io(a, t.path[1]), CLR_IO_FAULT_WRITE, 0, 0, EIO), 0);
+    x = (struct bg_write){ .a = a, .buf = bx, .off = 1 << 20 };
+    pthread_create(&tx, NULL, bg_write_main, &x);
+    WAIT_FOR(dev_is(a, t.path[1], "faulty"), 5000);
+    /* Y is issued after the failure, without a leg to d1: still not acked
+     * before b stopped reading d1 */
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    y = (struct bg_write){ .a = a, .buf = by, .off = 3 << 20 };
+    pthread_create(&ty, NULL, bg_write_main, &y);
+    pthread_join(ty, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_int_equal(y.rc, 0);
+    assert_true(dev_is(b, t.path[1], "faulty"));
+    pthread_join(tx, NULL);
+    assert_int_equal(x.rc, 0);
+    assert_true((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 >= 200);
+    clr_io_fault_delay(clr_array_member_io(b, t.path[0]), 0);
+    clr_io_fault_delay(clr_array_member_io(b, t.path[1]), 0);
+    assert_int_equal(clr_array_pread(b, rd, 65536, 3 << 20), 0);
+    assert_memory_equal(by, rd, 65536);
+    assert_int_equal(clr_array_stop(a), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    clr_array_free(a);
+    clr_array_free(b);
+    free(bx);
+    free(by);
+    free(rd);
+    rmfiles(&t);
+}
+
 /* ---- refusals: what md refuses clustered, and plain local ---- */
 
 static void test_refusals(void **s)
@@ -1012,6 +1067,7 @@ int main(void)
         cmocka_unit_test(test_unannounced_failure_not_acked),
         cmocka_unit_test(test_readd_rollback),
         cmocka_unit_test(test_rebuild_resumes),
+        cmocka_unit_test(test_ack_waits_for_announcement),
     };
 
     srand((unsigned)time(NULL));
