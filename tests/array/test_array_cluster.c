@@ -999,6 +999,82 @@ static void test_ack_waits_for_announcement(void **s)
     rmfiles(&t);
 }
 
+
+/* ---- re-add while another node writes without a pause ---- */
+
+struct loader {
+    struct clr_array *a;
+    unsigned id;
+    atomic_int *stop;
+    uint64_t n;
+    int rc;
+};
+
+static void *loader_main(void *arg)
+{
+    struct loader *l = arg;
+    uint8_t *buf = aligned_alloc(4096, 65536);
+    uint64_t size = clr_array_size(l->a);
+
+    while (!atomic_load(l->stop) && l->rc == 0) {
+        uint64_t off = ((l->n * 13 + l->id * 5) % (size / 65536)) * 65536;
+
+        memset(buf, (int)(l->id * 16 + (l->n & 15)), 65536);
+        l->rc = clr_array_pwrite(l->a, buf, 65536, off, 0);
+        l->n++;
+    }
+    free(buf);
+    return NULL;
+}
+
+static void test_readd_under_load(void **s)
+{
+    struct clr_array *a, *b;
+    struct loader ld[4];
+    pthread_t th[4];
+    atomic_int stop = 0;
+    struct clr_err e = { "" };
+    struct timespec t0, t1;
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    if (clr_array_fail_device(a, t.path[1], &e) != 0 || clr_array_remove_device(a, t.path[1], &e) != 0)
+        fail_msg("fail/remove: %s", e.msg);
+    for (unsigned i = 0; i < 4; i++) {
+        ld[i] = (struct loader){ .a = b, .id = i, .stop = &stop };
+        pthread_create(&th[i], NULL, loader_main, &ld[i]);
+    }
+    usleep(200000);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (clr_array_readd_device(a, t.path[1], &e) != 0)
+        fail_msg("re-add: %s", e.msg);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    usleep(300000);
+    atomic_store(&stop, 1);
+    for (unsigned i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(ld[i].rc, 0);
+    }
+    /* the receiver's drain waited for the writes in flight, not for a gap */
+    assert_true((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 < 10000);
+    wait_idle(a);
+    WAIT_FOR(dev_is(a, t.path[1], "in_sync"), 20000);
+    WAIT_FOR(dev_is(b, t.path[1], "in_sync"), 10000);
+    wait_idle(a);
+    wait_idle(b);
+    assert_int_equal(check_mismatches(b), 0);
+    assert_int_equal(clr_array_stop(a), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    assert_copies_equal(&t, clr_array_size(a));
+    clr_array_free(a);
+    clr_array_free(b);
+    rmfiles(&t);
+}
+
 /* ---- refusals: what md refuses clustered, and plain local ---- */
 
 static void test_refusals(void **s)
@@ -1068,6 +1144,7 @@ int main(void)
         cmocka_unit_test(test_readd_rollback),
         cmocka_unit_test(test_rebuild_resumes),
         cmocka_unit_test(test_ack_waits_for_announcement),
+        cmocka_unit_test(test_readd_under_load),
     };
 
     srand((unsigned)time(NULL));
