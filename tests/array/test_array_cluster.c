@@ -1075,6 +1075,63 @@ static void test_readd_under_load(void **s)
     rmfiles(&t);
 }
 
+
+/* ---- a node restarting while a survivor takes its old slot over ---- */
+
+static bool slot_has_bits(const char *path, unsigned slot)
+{
+    uint64_t nb, off = slot_bits_off(path, slot, &nb);
+    uint8_t *bits = malloc(nb);
+    bool any = false;
+
+    pread_all(path, bits, nb, off);
+    for (uint64_t i = 0; i < nb && !any; i++)
+        any = bits[i] != 0;
+    free(bits);
+    return any;
+}
+
+static void test_rejoin_during_takeover(void **s)
+{
+    struct clr_array *a, *b;
+    uint8_t *buf = aligned_alloc(4096, 1 << 20);
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    memset(buf, 0x51, 1 << 20);
+    assert_int_equal(clr_array_pwrite(a, buf, 1 << 20, 3 << 20, 0), 0);
+    assert_true(slot_has_bits(t.path[0], 0));
+    /* b's takeover is slow: a restarts, loads its bits, and its join waits
+     * for the slot lock while b merges them and clears the slot */
+    clr_io_fault_delay(clr_array_member_io(b, t.path[0]), 500);
+    clr_io_fault_delay(clr_array_member_io(b, t.path[1]), 500);
+    assert_int_equal(clr_array_crash(a), 0);
+    clr_array_free(a);
+    usleep(150000);     /* b holds slot 0's lock, reading its bits */
+    a = start_node(&t, 0);
+    assert_int_equal(st_int(a, "cluster.slot"), 0);
+    assert_int_equal(st_int(b, "cluster.recovered_slots"), 1);
+    clr_io_fault_delay(clr_array_member_io(b, t.path[0]), 0);
+    clr_io_fault_delay(clr_array_member_io(b, t.path[1]), 0);
+    /* what a holds in memory is on disk again */
+    assert_true(st_int(a, "bitmap.dirty_chunks") > 0);
+    assert_true(slot_has_bits(t.path[0], 0));
+    assert_true(slot_has_bits(t.path[1], 0));
+    wait_idle(a);
+    wait_idle(b);
+    assert_int_equal(check_mismatches(b), 0);
+    assert_int_equal(clr_array_stop(a), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    clr_array_free(a);
+    clr_array_free(b);
+    free(buf);
+    rmfiles(&t);
+}
+
 /* ---- refusals: what md refuses clustered, and plain local ---- */
 
 static void test_refusals(void **s)
@@ -1145,6 +1202,7 @@ int main(void)
         cmocka_unit_test(test_rebuild_resumes),
         cmocka_unit_test(test_ack_waits_for_announcement),
         cmocka_unit_test(test_readd_under_load),
+        cmocka_unit_test(test_rejoin_during_takeover),
     };
 
     srand((unsigned)time(NULL));
