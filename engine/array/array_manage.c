@@ -116,6 +116,8 @@ json_object *clr_array_status_json(struct clr_array *a)
         json_object_object_add(d, "role", has_role ? json_object_new_int(m->role) : NULL);
         json_object_object_add(d, "state", json_object_new_string(mstate_names[m->state]));
         json_object_object_add(d, "io_mode", m->io ? json_object_new_string(clr_io_dev_mode(m->io)) : NULL);
+        if (m->write_behind && m->state == ARR_M_FAULTY)
+            json_object_object_add(d, "write_behind", json_object_new_boolean(true));
         json_object_array_add(devs, d);
     }
     json_object_object_add(o, "devices", devs);

@@ -775,6 +775,15 @@ static void test_write_behind(void **s)
     assert_int_equal(clr_array_pwrite(a, buf, 65536, 1 << 20, 0), 0);
     assert_true(dev_is(b, t.path[1], "faulty"));
     assert_int_equal(disk_role(t.path[0], 1), CLR_MD_ROLE_FAULTY);
+    {
+        json_object *o = clr_array_status_json(b), *x = json_object_array_get_idx(jget(o, "devices"), 1);
+        json_object *oa = clr_array_status_json(a), *xa = json_object_array_get_idx(jget(oa, "devices"), 1);
+
+        assert_non_null(jget(x, "write_behind"));
+        assert_null(jget(xa, "write_behind"));
+        json_object_put(o);
+        json_object_put(oa);
+    }
     /* b keeps d1 current (best effort) ... */
     memset(buf, 0x6b, 65536);
     assert_int_equal(clr_array_pwrite(b, buf, 65536, 2 << 20, 0), 0);
