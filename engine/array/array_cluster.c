@@ -1372,7 +1372,27 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
     rc = clr_arr_bm_flush(a);
     if (rc) {
         clr_err_set(e, rc, "cannot write bitmap slot %u after joining: %s", a->slot, strerror(-rc));
-        clr_mdc_leave(&cl->mdc, true);
+        {
+            uint64_t lo, hi;
+
+            clr_mdc_leave(&cl->mdc, clr_arr_needed_extent(a, &lo, &hi));
+        }
+        cl->joined = false;
+        goto fail;
+    }
+    /* md's do_md_run: going active is a superblock update through the
+     * clustered path: re-read under `metadata`, METADATA_UPDATED (the
+     * others re-read too: a role change a dead writer never announced) */
+    rc = clr_arr_cl_meta_begin(a);
+    if (rc == 0)
+        rc = clr_arr_cl_meta_end(a, true);
+    if (rc) {
+        clr_err_set(e, rc, "cannot announce this node's start to the cluster: %s", strerror(-rc));
+        {
+            uint64_t lo, hi;
+
+            clr_mdc_leave(&cl->mdc, clr_arr_needed_extent(a, &lo, &hi));
+        }
         cl->joined = false;
         goto fail;
     }
