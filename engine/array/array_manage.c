@@ -228,7 +228,11 @@ static int mgmt_remove_device(struct clr_array *a, const char *path, struct clr_
     m->write_behind = false;
     gen = ++a->state_gen;
     pthread_mutex_unlock(&a->lock);
-    return clr_arr_sb_update(a, gen, false);
+    rc = clr_arr_sb_update(a, gen, false);
+    if (rc)
+        clr_err_set(e, rc, "%s: removed here, but the superblock update was not written or announced to every node: %s",
+                    path, strerror(-rc));
+    return rc;
 }
 
 /* Copies every bitmap slot region from a live member to @m. */
