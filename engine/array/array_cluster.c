@@ -35,11 +35,19 @@
 
 struct cl_lockent {
     struct cl_lockent *next;
+    struct arr_cluster *cl;
     pthread_mutex_t mu;             /* one operation at a time per resource */
     struct clr_lock *lk;
+    /* a request whose cancel timed out may still be granted: the core
+     * believes @believed (CLR_LOCK_IV: nothing); a stray grant above it
+     * is converted back to NL (under tmu) */
+    pthread_mutex_t tmu;
+    bool stray, missed;
+    int believed;
 };
 
 struct cl_candidate {
+    int adder;                      /* slot that sent NEWDISK (-1: unknown) */
     uint32_t dev_number;
     uint8_t uuid[16];
     char *path;
@@ -66,10 +74,20 @@ struct arr_cluster {
     bool frozen_by_cluster;
     int members;                    /* live members at the last event (mu) */
     char backend[16];
+    uint64_t dead_pending;          /* slots that died: orphans to settle (mu) */
+    /* status timestamps, wall-clock ms (mu) */
+    int64_t recovery_started_ms, read_balancing_restored_ms, takeover_at_ms;
 };
 
 /* The thread holding `metadata` (its superblock writes need no second begin). */
 static __thread bool tl_meta_held;
+/* Members that refused this thread's last broadcast (h_send). */
+static __thread unsigned tl_refused;
+/* The message this (receive) thread is processing: sender slot, type. */
+static __thread int tl_rx_sender = -1, tl_rx_type = -1;
+/* reload_sb settles every NEWDISK candidate (METADATA_UPDATED, our own
+ * metadata section), else only those of dead adders */
+static __thread bool tl_settle_all;
 
 bool clr_arr_cl_meta_held(void)
 {
@@ -107,6 +125,65 @@ static void deadline(struct timespec *ts, unsigned ms)
 
 /* ---- host: locks ---- */
 
+/* A request whose cancel timed out may still be granted later, leaving
+ * a lock the core does not know it holds (a stray `resync` EX would stop
+ * every resync cluster-wide). While le->stray, a grant above what the core
+ * believes it holds is converted back (NL if it believes nothing). mu and
+ * tmu held; never waits more than a millisecond. */
+static void stray_fix_locked(struct cl_lockent *le)
+{
+    int want = le->believed == CLR_LOCK_IV ? CLR_LOCK_NL : le->believed, g;
+
+    if (!le->stray || clr_lock_wait(le->lk, 1) == -ETIMEDOUT)
+        return;     /* nothing stray, or the late answer is still to come */
+    g = clr_lock_mode(le->lk);
+    if (g != CLR_LOCK_IV && g > want) {
+        if (clr_lock_request(le->lk, want, 0) == 0)
+            clr_arr_log(le->cl->a, LOG_WARNING, "cluster: %s granted %s after its request timed out: converting back to %s",
+                        clr_lock_name(le->lk), clr_lock_mode_name(g), clr_lock_mode_name(want));
+        return;     /* its completion comes back to cl_ast */
+    }
+    le->stray = false;
+}
+
+/* Releases le->mu; a late completion that cl_ast could not handle
+ * meanwhile (mu was held) is handled here. */
+static void le_unlock(struct cl_lockent *le)
+{
+    for (;;) {
+        bool again;
+
+        pthread_mutex_lock(&le->tmu);
+        stray_fix_locked(le);
+        le->missed = false;
+        pthread_mutex_unlock(&le->tmu);
+        pthread_mutex_unlock(&le->mu);
+        pthread_mutex_lock(&le->tmu);
+        again = le->missed && le->stray;
+        pthread_mutex_unlock(&le->tmu);
+        if (!again || pthread_mutex_trylock(&le->mu) != 0)
+            return;
+    }
+}
+
+/* Completion callback (dispatch thread: must not block). */
+static void cl_ast(struct clr_lock *lk, void *arg)
+{
+    struct cl_lockent *le = arg;
+
+    (void)lk;
+    pthread_mutex_lock(&le->tmu);
+    if (le->stray) {
+        if (pthread_mutex_trylock(&le->mu) != 0) {
+            le->missed = true;      /* the holder of mu handles it */
+        } else {
+            stray_fix_locked(le);
+            pthread_mutex_unlock(&le->mu);
+        }
+    }
+    pthread_mutex_unlock(&le->tmu);
+}
+
 static struct cl_lockent *lock_get(struct arr_cluster *cl, const char *res)
 {
     struct cl_lockent *le;
@@ -118,12 +195,15 @@ static struct cl_lockent *lock_get(struct arr_cluster *cl, const char *res)
     if (!le) {
         le = calloc(1, sizeof *le);
         if (le) {
-            le->lk = clr_lock_create(cl->ls, res, NULL, NULL, NULL);
+            le->cl = cl;
+            le->believed = CLR_LOCK_IV;
+            le->lk = clr_lock_create(cl->ls, res, cl_ast, NULL, le);
             if (!le->lk) {
                 free(le);
                 le = NULL;
             } else {
                 pthread_mutex_init(&le->mu, NULL);
+                pthread_mutex_init(&le->tmu, NULL);
                 le->next = cl->locks;
                 cl->locks = le;
             }
@@ -139,18 +219,50 @@ static int h_lock(void *arg, const char *res, int mode, unsigned flags, uint8_t 
     struct cl_lockent *le = lock_get(cl, res);
     unsigned limit = strcmp(res, "resync") == 0 ? CL_RESYNC_LIMIT_MS : CL_LOCK_LIMIT_MS;
     uint64_t start = clr_lock_now_ms();
+    bool stray, pend = false;
     int rc;
 
     if (!le)
         return -ENOMEM;
     atomic_fetch_add(&cl->lock_ops, 1);
     pthread_mutex_lock(&le->mu);
+    pthread_mutex_lock(&le->tmu);
+    stray = le->stray;
+    pthread_mutex_unlock(&le->tmu);
+    if (stray) {
+        /* a late answer (or its conversion back) may still be pending;
+         * once done, this request converts from whatever is held */
+        if (clr_lock_wait(le->lk, CL_SLICE_MS) == -ETIMEDOUT) {
+            le_unlock(le);
+            return -ETIMEDOUT;
+        }
+        pthread_mutex_lock(&le->tmu);
+        le->stray = false;
+        pthread_mutex_unlock(&le->tmu);
+    }
     for (;;) {
-        if ((flags & CLR_LOCK_F_VALBLK) && lvb)
-            memcpy(clr_lock_lvb(le->lk), lvb, CLR_LOCK_LVB_LEN);
-        rc = clr_lock_sync(le->lk, mode, flags, (flags & CLR_LOCK_F_NOQUEUE) ? 0 : CL_SLICE_MS);
-        if (rc != -ETIMEDOUT)
-            break;
+        if (pend) {
+            /* the cancel of the last try did not complete: its answer
+             * first (never a second request over a pending one) */
+            int w = clr_lock_wait(le->lk, CL_SLICE_MS);
+
+            if (w != -ETIMEDOUT) {
+                pend = false;
+                if (w == 0 && clr_lock_mode(le->lk) == mode) {
+                    rc = 0;     /* granted after all */
+                    break;
+                }
+                continue;
+            }
+            rc = -ETIMEDOUT;
+        } else {
+            if ((flags & CLR_LOCK_F_VALBLK) && lvb)
+                memcpy(clr_lock_lvb(le->lk), lvb, CLR_LOCK_LVB_LEN);
+            rc = clr_lock_sync(le->lk, mode, flags, (flags & CLR_LOCK_F_NOQUEUE) ? 0 : CL_SLICE_MS);
+            if (rc != -ETIMEDOUT)
+                break;
+            pend = clr_lock_wait(le->lk, 1) == -ETIMEDOUT;
+        }
         if (cl_stopping(cl)) {
             rc = -ESHUTDOWN;
             break;
@@ -160,7 +272,13 @@ static int h_lock(void *arg, const char *res, int mode, unsigned flags, uint8_t 
     }
     if (rc == 0 && (flags & CLR_LOCK_F_VALBLK) && lvb)
         memcpy(lvb, clr_lock_lvb(le->lk), CLR_LOCK_LVB_LEN);
-    pthread_mutex_unlock(&le->mu);
+    pthread_mutex_lock(&le->tmu);
+    if (rc == 0)
+        le->believed = mode;
+    else if (rc == -ETIMEDOUT || rc == -ESHUTDOWN)
+        le->stray = true;   /* a grant may still come, or came already */
+    pthread_mutex_unlock(&le->tmu);
+    le_unlock(le);
     return rc;
 }
 
@@ -168,15 +286,25 @@ static int h_unlock(void *arg, const char *res)
 {
     struct arr_cluster *cl = arg;
     struct cl_lockent *le = lock_get(cl, res);
+    bool stray;
     int rc = 0;
 
     if (!le)
         return -ENOMEM;
     atomic_fetch_add(&cl->lock_ops, 1);
     pthread_mutex_lock(&le->mu);
+    pthread_mutex_lock(&le->tmu);
+    stray = le->stray;
+    pthread_mutex_unlock(&le->tmu);
+    if (stray)
+        clr_lock_wait(le->lk, CL_LOCK_LIMIT_MS);    /* the late answer first */
+    pthread_mutex_lock(&le->tmu);
+    le->stray = false;
+    le->believed = CLR_LOCK_IV;
+    pthread_mutex_unlock(&le->tmu);
     if (clr_lock_mode(le->lk) != CLR_LOCK_IV)
         rc = clr_unlock_sync(le->lk, 0, CL_LOCK_LIMIT_MS);
-    pthread_mutex_unlock(&le->mu);
+    le_unlock(le);
     return rc;
 }
 
@@ -191,17 +319,36 @@ static int h_send(void *arg, const struct clr_mdc_msg *m, unsigned *refused)
 
     memset(&raw, 0, sizeof raw);
     clr_mdc_msg_encode(m, &raw);
+    memset(&res, 0, sizeof res);
     rc = clr_bcast_send(cl->bc, &raw, &res);
     if (refused)
         *refused = res.refused;
+    tl_refused = rc ? 0 : res.refused;
     return rc;
 }
 
 static int bcast_recv(void *arg, const struct clr_bcast_msg *m)
 {
     struct arr_cluster *cl = arg;
+    struct clr_mdc_msg d;
+    int rc;
 
-    return clr_mdc_receive(&cl->mdc, m);
+    if (clr_mdc_msg_decode(m, &d) == 0) {
+        tl_rx_sender = d.sender;
+        tl_rx_type = (int)d.type;
+        tl_settle_all = d.type == CLR_MDC_METADATA_UPDATED;
+        if (d.type == CLR_MDC_TAKEOVER && d.sender >= 0 && d.slot == (uint32_t)d.sender &&
+            d.slot < 64) {
+            /* that slot is alive again: nothing of it is orphaned */
+            pthread_mutex_lock(&cl->mu);
+            cl->dead_pending &= ~(1ull << d.slot);
+            pthread_mutex_unlock(&cl->mu);
+        }
+    }
+    rc = clr_mdc_receive(&cl->mdc, m);
+    tl_rx_sender = tl_rx_type = -1;
+    tl_settle_all = false;
+    return rc;
 }
 
 /* ---- host: bitmap slots ---- */
@@ -224,21 +371,47 @@ static struct arr_member *good_member(struct clr_array *a)
     return g;
 }
 
+/* Slot @slot's region (bitmap sb + bits) as the union over every in-sync
+ * member: a dead node's bitmap write may have reached only some of them. */
 static int read_region(struct clr_array *a, unsigned slot, uint8_t **out)
 {
-    struct arr_member *g = good_member(a);
-    uint8_t *buf;
-    int rc;
+    struct arr_member *src[ARR_MAX_MEMBERS];
+    uint64_t len = slot_region_bytes(a), off = clr_bitmap_slot_offset(&a->sb, &a->bsb, slot);
+    uint8_t *buf = NULL, *tmp = NULL;
+    unsigned n = 0, nok = 0;
+    int rc, last = -ENODEV;
 
-    if (!g)
+    pthread_mutex_lock(&a->lock);
+    for (unsigned i = 0; i < a->nmem; i++)
+        if (a->mem[i]->state == ARR_M_IN_SYNC && a->mem[i]->io)
+            src[n++] = a->mem[i];
+    pthread_mutex_unlock(&a->lock);
+    if (!n)
         return -ENODEV;
-    rc = clr_io_alloc((void **)&buf, slot_region_bytes(a));
-    if (rc)
-        return rc;
-    rc = clr_io_pread(g->io, buf, slot_region_bytes(a), clr_bitmap_slot_offset(&a->sb, &a->bsb, slot));
+    rc = clr_io_alloc((void **)&buf, len);
+    if (rc == 0 && n > 1)
+        rc = clr_io_alloc((void **)&tmp, len);
     if (rc) {
         clr_io_free(buf);
         return rc;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        uint8_t *dst = nok ? tmp : buf;
+        int r = clr_io_pread(src[i]->io, dst, len, off);
+
+        if (r) {
+            last = r;
+            clr_arr_log(a, LOG_WARNING, "%s: cannot read bitmap slot %u: %s", src[i]->path, slot, strerror(-r));
+            continue;
+        }
+        if (nok++)
+            for (uint64_t b = CLR_BITMAP_SB_BYTES; b < len; b++)
+                buf[b] |= tmp[b];
+    }
+    clr_io_free(tmp);
+    if (!nok) {
+        clr_io_free(buf);
+        return last;
     }
     *out = buf;
     return 0;
@@ -287,6 +460,9 @@ static int h_bitmap_clear(void *arg, unsigned slot)
             rc = clr_arr_member_failed(a, tgt[i], w) ? w : 0;
     }
     clr_io_free(buf);
+    pthread_mutex_lock(&cl->mu);
+    cl->takeover_at_ms = clr_arr_wall_ms();
+    pthread_mutex_unlock(&cl->mu);
     return rc;
 }
 
@@ -306,8 +482,15 @@ static int h_bitmap_merge(void *arg, const uint8_t *bits, size_t nbytes)
         any++;
     }
     pthread_mutex_unlock(&a->bm_lock);
-    if (any)
-        return clr_arr_bm_flush(a);     /* our slot, durable on every in-sync member */
+    if (any) {
+        /* our slot, durable on every in-sync member; if none took the bits
+         * the core must not clear the slot they came from */
+        int rc = clr_arr_bm_flush(a);
+
+        if (rc)
+            clr_arr_log(a, LOG_ERR, "cluster: merged bits reached no in-sync member: %s", strerror(-rc));
+        return rc;
+    }
     return 0;
 }
 
@@ -384,7 +567,7 @@ static void drop_candidate_locked(struct arr_cluster *cl, unsigned i)
 
 /* Candidates from NEWDISK: kept as a member if the superblocks now carry
  * them, dropped if the adder rolled back. */
-static void settle_candidates(struct arr_cluster *cl, const struct clr_md_sb *ref)
+static void settle_candidates(struct arr_cluster *cl, const struct clr_md_sb *ref, uint64_t dead)
 {
     struct clr_array *a = cl->a;
 
@@ -393,6 +576,13 @@ static void settle_candidates(struct arr_cluster *cl, const struct clr_md_sb *re
         struct cl_candidate *c = &cl->cand[i];
         struct clr_md_sb sb;
         struct arr_member *m;
+
+        /* a live adder's NEWDISK may still be in flight: its METADATA_UPDATED
+         * (commit or roll back) settles it */
+        if (!tl_settle_all && c->adder >= 0 && !(dead & (1ull << c->adder))) {
+            i++;
+            continue;
+        }
         bool ok = read_sb_io(c->io, a->sb.set_uuid, &sb) == 0 &&
                   memcmp(sb.device_uuid, c->uuid, 16) == 0 && sb.dev_number == c->dev_number &&
                   c->dev_number < ref->max_dev && ref->dev_roles[c->dev_number] != CLR_MD_ROLE_FAULTY;
@@ -428,7 +618,72 @@ static void settle_candidates(struct arr_cluster *cl, const struct clr_md_sb *re
  * what other nodes changed: faulty roles (marked here without writing and
  * without a local recovery), spares activated elsewhere (written, not read,
  * until a later update shows them in sync), events. */
+static int reload_sb_dead(struct clr_array *a, uint32_t dev_number, uint64_t dead);
+
+/* The newest superblock over every in-sync member (a dead writer may have
+ * reached only some of them). */
+static int read_newest_sb(struct clr_array *a, struct clr_md_sb *sb)
+{
+    struct arr_member *in[ARR_MAX_MEMBERS];
+    unsigned nin = 0, nok = 0;
+    int last = -ENODEV;
+
+    pthread_mutex_lock(&a->lock);
+    for (unsigned i = 0; i < a->nmem; i++)
+        if (a->mem[i]->state == ARR_M_IN_SYNC && a->mem[i]->io)
+            in[nin++] = a->mem[i];
+    pthread_mutex_unlock(&a->lock);
+    for (unsigned i = 0; i < nin; i++) {
+        struct clr_md_sb x;
+        int r = read_sb_io(in[i]->io, a->sb.set_uuid, &x);
+
+        if (r) {
+            last = r;
+            clr_arr_log(a, LOG_WARNING, "%s: cannot re-read the superblock: %s", in[i]->path, strerror(-r));
+            continue;
+        }
+        if (nok++ == 0 || x.events > sb->events)
+            *sb = x;
+    }
+    if (!nok) {
+        clr_arr_log(a, LOG_ERR, "cannot re-read the superblock from any in-sync member: %s", strerror(-last));
+        return last;
+    }
+    return 0;
+}
+
+int clr_arr_cl_rebuild_check(struct clr_array *a, struct arr_member *m, uint64_t *off)
+{
+    struct clr_md_sb own, sb;
+    struct clr_io_dev *io;
+    int role;
+    uint32_t dn;
+
+    if (!a->cl)
+        return 0;
+    pthread_mutex_lock(&a->lock);
+    io = m->io;
+    role = m->role;
+    dn = m->dev_number;
+    pthread_mutex_unlock(&a->lock);
+    if (!io || role < 0 || read_sb_io(io, a->sb.set_uuid, &own) != 0 || read_newest_sb(a, &sb) != 0)
+        return 0;
+    if (dn < sb.max_dev && sb.dev_roles[dn] == (uint16_t)role && !member_recovering(&own) &&
+        own.events + 1 >= sb.events)
+        return 1;
+    if (member_recovering(&own) && !(own.feature_map & CLR_MD_FEAT_RECOVERY_BITMAP) &&
+        own.recovery_offset > *off)
+        *off = own.recovery_offset;
+    return 0;
+}
+
 static int reload_sb(struct clr_array *a, uint32_t dev_number)
+{
+    return reload_sb_dead(a, dev_number, 0);
+}
+
+/* @dead: slots that died; their NEWDISK candidates are settled too. */
+static int reload_sb_dead(struct clr_array *a, uint32_t dev_number, uint64_t dead)
 {
     struct arr_cluster *cl = a->cl;
     struct arr_member *src = NULL, *chk[ARR_MAX_MEMBERS];
@@ -441,22 +696,26 @@ static int reload_sb(struct clr_array *a, uint32_t dev_number)
     for (unsigned i = 0; i < a->nmem; i++) {
         struct arr_member *m = a->mem[i];
 
-        if (m->io && m->dev_number == dev_number && m->state != ARR_M_FAULTY && m->state != ARR_M_REMOVED)
+        if (dev_number != CLR_MDC_ANY_DEV && m->io && m->dev_number == dev_number &&
+            m->state != ARR_M_FAULTY && m->state != ARR_M_REMOVED)
             src = m;
     }
     pthread_mutex_unlock(&a->lock);
-    if (!src)
-        src = good_member(a);
-    if (!src)
-        return -ENODEV;
-    rc = read_sb_io(src->io, a->sb.set_uuid, &sb);
+    rc = src ? read_sb_io(src->io, a->sb.set_uuid, &sb) : -ENODEV;
     if (rc) {
-        clr_arr_log(a, LOG_ERR, "%s: cannot re-read the superblock: %s", src->path, strerror(-rc));
-        return rc;
+        /* CLR_MDC_ANY_DEV (after a death, a join, our own meta_begin), or
+         * the named member is unreadable here: every in-sync member's,
+         * the newest wins (a dead writer may have reached only some) */
+        if (src)
+            clr_arr_log(a, LOG_WARNING, "%s: cannot re-read the superblock (%s): using another member's",
+                        src->path, strerror(-rc));
+        rc = read_newest_sb(a, &sb);
+        if (rc)
+            return rc;
     }
     /* new devices announced by NEWDISK first: they may have a role now */
     if (cl)
-        settle_candidates(cl, &sb);
+        settle_candidates(cl, &sb, dead);
     own = calloc(ARR_MAX_MEMBERS, sizeof *own);
     if (!own)
         return -ENOMEM;
@@ -488,6 +747,8 @@ static int reload_sb(struct clr_array *a, uint32_t dev_number)
             m->role = r;
             m->state = ARR_M_REBUILDING;
             m->remote_rebuild = true;
+            /* the sender of the update activated it and rebuilds it */
+            m->rebuilder = tl_rx_type == CLR_MDC_METADATA_UPDATED ? tl_rx_sender : -1;
             m->bitmap_recovery = false;
             a->role_mem[r] = m;
             clr_arr_log(a, LOG_NOTICE, "%s: takes role %u on another node, rebuilding there", m->path, r);
@@ -539,6 +800,15 @@ static int h_find_disk(void *arg, const uint8_t uuid[16], uint32_t dev_number)
     int rc = -ENOENT;
 
     clr_uuid_format_dashed(uuid, want);
+    /* one NEWDISK at a time cluster-wide (its adder holds `metadata`):
+     * candidates of an earlier one are stale (its adder died) */
+    pthread_mutex_lock(&cl->mu);
+    while (cl->ncand) {
+        clr_arr_log(a, LOG_INFO, "%s: candidate for device %u dropped (a newer NEWDISK)", cl->cand[0].path,
+                    cl->cand[0].dev_number);
+        drop_candidate_locked(cl, 0);
+    }
+    pthread_mutex_unlock(&cl->mu);
     pthread_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nmem; i++) {
         char tmp[256];
@@ -585,6 +855,7 @@ static int h_find_disk(void *arg, const uint8_t uuid[16], uint32_t dev_number)
                     if (cl->ncand < CL_MAX_CANDIDATES) {
                         struct cl_candidate *c = &cl->cand[cl->ncand++];
 
+                        c->adder = tl_rx_sender;
                         c->dev_number = dev_number;
                         memcpy(c->uuid, uuid, 16);
                         c->path = realpath(path, NULL);
@@ -628,6 +899,7 @@ static int h_remote_remove(void *arg, uint32_t dev_number)
     if (m && (m->state == ARR_M_FAULTY || m->state == ARR_M_SPARE)) {
         m->state = ARR_M_REMOVED;
         m->role = -1;
+        m->write_behind = false;
         clr_arr_log(a, LOG_NOTICE, "%s: removed by another node", m->path);
     }
     pthread_mutex_unlock(&a->lock);
@@ -641,17 +913,22 @@ static int h_remote_readd(void *arg, uint32_t dev_number)
     struct arr_member *m;
     struct clr_io_dev *io = NULL;
     struct clr_md_sb sb = { .dev_number = UINT32_MAX };
-    struct arr_range r;
     char *path = NULL;
     int rc = 0, role;
 
+    bool nomem = false;
+
     pthread_mutex_lock(&a->lock);
     m = by_dev_locked(a, dev_number);
-    if (m && !m->io)
+    if (m && !m->io) {
         path = strdup(m->path);
+        nomem = !path;
+    }
     pthread_mutex_unlock(&a->lock);
     if (!m)
         return -ENOENT;
+    if (nomem)
+        return -ENOMEM;     /* refused: never a member without a handle */
     if (path) {
         rc = clr_io_open(a->ctx, path, (a->flags & CLR_ARRAY_BUFFERED) ? CLR_IO_OPEN_BUFFERED : 0, &io);
         free(path);
@@ -677,7 +954,9 @@ static int h_remote_readd(void *arg, uint32_t dev_number)
         }
         m->role = role;
         m->state = ARR_M_REBUILDING;
+        m->write_behind = false;
         m->remote_rebuild = true;
+        m->rebuilder = tl_rx_sender;
         m->bitmap_recovery = true;
         a->role_mem[role] = m;
         clr_arr_recompute_locked(a);
@@ -687,9 +966,10 @@ static int h_remote_readd(void *arg, uint32_t dev_number)
     clr_io_close(io);
     if (rc)
         return rc;
-    /* writes issued without it drain before the re-adder gathers bitmaps */
-    clr_arr_rl_lock(&a->rl, &r, 0, UINT64_MAX / 2);
-    clr_arr_rl_unlock(&a->rl, &r);
+    /* writes issued without it drain before the re-adder gathers bitmaps:
+     * the ones in flight now, however steady the stream (a whole-array
+     * range lock would wait for a gap) */
+    clr_arr_wr_drain(a);
     return 0;
 }
 
@@ -719,6 +999,13 @@ static void cl_event(struct clr_ls *ls, const struct clr_ls_event *ev, void *arg
 
         pthread_mutex_lock(&cl->mu);
         cl->members = n;
+        pthread_mutex_unlock(&cl->mu);
+    }
+    if (ev->type == CLR_LS_EV_PREP || ev->type == CLR_LS_EV_MEMBER_FAILED) {
+        pthread_mutex_lock(&cl->mu);
+        cl->recovery_started_ms = clr_arr_wall_ms();
+        if (ev->type == CLR_LS_EV_MEMBER_FAILED && ev->slot >= 1 && ev->slot <= 64)
+            cl->dead_pending |= 1ull << (ev->slot - 1);
         pthread_mutex_unlock(&cl->mu);
     }
     switch (ev->type) {
@@ -754,6 +1041,61 @@ static void cl_event(struct clr_ls *ls, const struct clr_ls_event *ev, void *arg
     }
 }
 
+/* Members that slots in @dead were rebuilding: nobody drives them any
+ * more. The rebuild resumes here (from the checkpoint in the member's own
+ * superblock; a re-add's gathered bits died with its node: a full
+ * recovery). Several survivors may resume: they take turns on `resync`
+ * and the later ones find it done (run_recover re-checks). */
+static void resume_orphans(struct arr_cluster *cl, uint64_t dead)
+{
+    struct clr_array *a = cl->a;
+    struct arr_member *orph[ARR_MAX_MEMBERS];
+    unsigned n = 0;
+
+    pthread_mutex_lock(&a->lock);
+    for (unsigned i = 0; i < a->nmem; i++) {
+        struct arr_member *m = a->mem[i];
+
+        if (m->state == ARR_M_REBUILDING && m->remote_rebuild && m->io &&
+            (m->rebuilder < 0 || (m->rebuilder < 64 && (dead & (1ull << m->rebuilder)))))
+            orph[n++] = m;
+    }
+    pthread_mutex_unlock(&a->lock);
+    for (unsigned i = 0; i < n; i++) {
+        struct arr_member *m = orph[i];
+        struct clr_md_sb own;
+        bool have = read_sb_io(m->io, a->sb.set_uuid, &own) == 0;
+        uint64_t off = have && member_recovering(&own) && !(own.feature_map & CLR_MD_FEAT_RECOVERY_BITMAP)
+                       ? own.recovery_offset : 0;
+
+        pthread_mutex_lock(&a->lock);
+        if (m->state == ARR_M_REBUILDING && m->remote_rebuild) {
+            m->remote_rebuild = false;
+            m->rebuilder = -1;
+            m->bitmap_recovery = false;
+            m->recovery_offset = off;
+            clr_arr_log(a, LOG_NOTICE, "%s: the node rebuilding it died: recovery resumes here from sector %" PRIu64,
+                        m->path, off);
+            clr_arr_sync_kick_locked(a);
+        }
+        pthread_mutex_unlock(&a->lock);
+    }
+}
+
+/* Status: read balancing is back once no takeover is queued and the
+ * membership change is over. */
+static void note_balancing(struct arr_cluster *cl)
+{
+    struct clr_mdc_stats st;
+
+    clr_mdc_stats(&cl->mdc, &st);
+    pthread_mutex_lock(&cl->mu);
+    if (!st.recovering && !st.pending && cl->recovery_started_ms &&
+        cl->read_balancing_restored_ms < cl->recovery_started_ms)
+        cl->read_balancing_restored_ms = clr_arr_wall_ms();
+    pthread_mutex_unlock(&cl->mu);
+}
+
 static void *rec_main(void *arg)
 {
     struct arr_cluster *cl = arg;
@@ -761,15 +1103,27 @@ static void *rec_main(void *arg)
 
     pthread_mutex_lock(&cl->mu);
     while (!cl->stop) {
-        uint64_t g = cl->gen;
+        uint64_t g = cl->gen, dead;
         bool pend;
         int rc = 0;
 
         pthread_mutex_unlock(&cl->mu);
+        note_balancing(cl);
         pend = clr_mdc_recovery_pending(&cl->mdc);
         if (pend)
             rc = clr_mdc_recover(&cl->mdc);
+        note_balancing(cl);
+        pend = clr_mdc_recovery_pending(&cl->mdc);     /* not under cl->mu: changed() nests the other way */
         pthread_mutex_lock(&cl->mu);
+        dead = rc == 0 && !pend ? cl->dead_pending : 0;
+        cl->dead_pending &= ~dead;
+        if (dead && !cl->stop) {
+            /* the dead slots are taken over: what they left half done */
+            pthread_mutex_unlock(&cl->mu);
+            reload_sb_dead(cl->a, CLR_MDC_ANY_DEV, dead);
+            resume_orphans(cl, dead);
+            pthread_mutex_lock(&cl->mu);
+        }
         if (cl->stop)
             break;
         if (rc && rc != -ESHUTDOWN) {
@@ -888,6 +1242,7 @@ void clr_arr_cl_free(struct clr_array *a)
     for (struct cl_lockent *le = cl->locks, *nx; le; le = nx) {
         nx = le->next;
         pthread_mutex_destroy(&le->mu);
+        pthread_mutex_destroy(&le->tmu);
         free(le);
     }
     while (cl->ncand)
@@ -907,6 +1262,9 @@ static void cl_close(struct clr_array *a, bool killed)
         clr_bcast_close(cl->bc);
     cl->bc = NULL;
     for (struct cl_lockent *le = cl->locks; le; le = le->next) {
+        pthread_mutex_lock(&le->tmu);
+        le->stray = false;      /* closing: nothing to convert back */
+        pthread_mutex_unlock(&le->tmu);
         if (!killed && clr_lock_mode(le->lk) != CLR_LOCK_IV)
             clr_unlock_sync(le->lk, 0, 2000);
         clr_lock_destroy(le->lk);
@@ -1007,6 +1365,37 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
         goto fail;
     }
     cl->joined = true;
+    /* Our bits loaded before join are not on disk any more if a survivor
+     * took our previous incarnation over while join waited for the slot
+     * lock (it cleared the slot): write them back before any client write
+     * counts on them. */
+    rc = clr_arr_bm_flush(a);
+    if (rc) {
+        clr_err_set(e, rc, "cannot write bitmap slot %u after joining: %s", a->slot, strerror(-rc));
+        {
+            uint64_t lo, hi;
+
+            clr_mdc_leave(&cl->mdc, clr_arr_needed_extent(a, &lo, &hi));
+        }
+        cl->joined = false;
+        goto fail;
+    }
+    /* md's do_md_run: going active is a superblock update through the
+     * clustered path: re-read under `metadata`, METADATA_UPDATED (the
+     * others re-read too: a role change a dead writer never announced) */
+    rc = clr_arr_cl_meta_begin(a);
+    if (rc == 0)
+        rc = clr_arr_cl_meta_end(a, true);
+    if (rc) {
+        clr_err_set(e, rc, "cannot announce this node's start to the cluster: %s", strerror(-rc));
+        {
+            uint64_t lo, hi;
+
+            clr_mdc_leave(&cl->mdc, clr_arr_needed_extent(a, &lo, &hi));
+        }
+        cl->joined = false;
+        goto fail;
+    }
     if (pthread_create(&cl->rec_thread, NULL, rec_main, cl) != 0) {
         rc = clr_err_set(e, -EAGAIN, "cannot start the cluster recovery thread");
         clr_mdc_leave(&cl->mdc, false);
@@ -1147,22 +1536,53 @@ int clr_arr_cl_meta_begin(struct clr_array *a)
     if (rc)
         return rc;
     tl_meta_held = true;
-    reload_sb(a, UINT32_MAX);
+    tl_settle_all = true;   /* no NEWDISK of another node is in flight now */
+    reload_sb(a, CLR_MDC_ANY_DEV);
+    tl_settle_all = false;
     return 0;
 }
 
-void clr_arr_cl_meta_end(struct clr_array *a, bool send)
+/* Broadcasts METADATA_UPDATED (if @send) and releases `metadata`. What
+ * this thread wrote meanwhile counts as announced only if every node
+ * processed the message: a send error, or a node refusing it (its reload
+ * failed), is an error. */
+int clr_arr_cl_meta_end(struct clr_array *a, bool send)
 {
     struct arr_member *g;
+    uint64_t written;
     int rc;
 
     if (!a->cl || !tl_meta_held)
-        return;
+        return 0;
     g = good_member(a);
+    if (send && !g) {
+        clr_arr_log(a, LOG_ERR, "cluster: no in-sync member left to name in METADATA_UPDATED");
+        send = false;
+    }
+    pthread_mutex_lock(&a->meta_lock);
+    written = a->sb_done_gen;
+    pthread_mutex_unlock(&a->meta_lock);
     tl_meta_held = false;
-    rc = clr_mdc_meta_end(&a->cl->mdc, g ? g->dev_number : 0, send && g);
-    if (rc)
+    tl_refused = 0;
+    rc = clr_mdc_meta_end(&a->cl->mdc, g ? g->dev_number : 0, send);
+    if (rc == 0 && send && tl_refused) {
+        clr_arr_log(a, LOG_ERR, "cluster: METADATA_UPDATED refused by %u node(s): they could not re-read the superblock",
+                    tl_refused);
+        rc = -EREMOTEIO;
+    }
+    tl_refused = 0;
+    if (rc && !send) {
+        clr_arr_log(a, LOG_ERR, "cluster: releasing the metadata lock: %s", strerror(-rc));
+        rc = 0;     /* nothing to announce: not the caller's failure */
+    } else if (rc) {
         clr_arr_log(a, LOG_ERR, "cluster: METADATA_UPDATED not delivered: %s", strerror(-rc));
+    } else if (send) {
+        pthread_mutex_lock(&a->meta_lock);
+        if (written > a->sb_announced_gen)
+            a->sb_announced_gen = written;
+        pthread_mutex_unlock(&a->meta_lock);
+    }
+    return rc;
 }
 
 /* ---- sync ---- */
@@ -1246,7 +1666,13 @@ int clr_arr_cl_readd(struct clr_array *a, uint32_t dev_number)
 
     if (!a->cl)
         return 0;
+    tl_refused = 0;
     rc = clr_mdc_send_readd(&a->cl->mdc, dev_number);
+    if (rc == 0 && tl_refused) {
+        clr_arr_log(a, LOG_ERR, "cluster: RE_ADD of device %u refused by %u node(s)", dev_number, tl_refused);
+        rc = -EREMOTEIO;
+    }
+    tl_refused = 0;
     if (rc == 0)
         rc = clr_mdc_gather_bitmaps(&a->cl->mdc);
     return rc;
@@ -1275,17 +1701,30 @@ void clr_arr_cl_status(struct clr_array *a, json_object *o, uint64_t *lock_ops, 
         json_object_object_add(c, "read_balancing", json_object_new_boolean(true));
         json_object_object_add(c, "remote_window", NULL);
         json_object_object_add(c, "last_takeover", NULL);
+        json_object_object_add(c, "recovery_started_ms", NULL);
+        json_object_object_add(c, "read_balancing_restored_ms", NULL);
         json_object_object_add(c, "messages_sent", json_object_new_int(0));
         json_object_object_add(c, "messages_received", json_object_new_int(0));
         json_object_object_add(o, "cluster", c);
         return;
     }
+    int64_t started, restored, taken;
+
     clr_mdc_stats(&cl->mdc, &st);
     pthread_mutex_lock(&cl->mu);
     json_object_object_add(c, "backend", json_object_new_string(cl->backend));
     json_object_object_add(c, "slot", json_object_new_int64(st.slot));
     json_object_object_add(c, "members", json_object_new_int(cl->stop ? 0 : cl->members));
+    started = cl->recovery_started_ms;
+    restored = cl->read_balancing_restored_ms;
+    taken = cl->takeover_at_ms;
     pthread_mutex_unlock(&cl->mu);
+    /* wall-clock ms since the epoch: the last PREP/MEMBER_FAILED, and when
+     * read balancing came back after it (null: not yet) */
+    json_object_object_add(c, "recovery_started_ms", started ? json_object_new_int64(started) : NULL);
+    json_object_object_add(c, "read_balancing_restored_ms",
+                           started && restored >= started && !(st.recovering || st.pending)
+                           ? json_object_new_int64(restored) : NULL);
     json_object_object_add(c, "recovered_slots", json_object_new_int64((int64_t)st.recovered_slots));
     json_object_object_add(c, "recovering", json_object_new_boolean(st.recovering || st.pending));
     json_object_object_add(c, "read_balancing", json_object_new_boolean(!(st.recovering || st.pending)));
@@ -1303,6 +1742,7 @@ void clr_arr_cl_status(struct clr_array *a, json_object *o, uint64_t *lock_ops, 
         json_object_object_add(x, "slot", json_object_new_int(st.last_taken_slot));
         json_object_object_add(x, "dirty_chunks", json_object_new_int64((int64_t)st.last_taken_chunks));
         json_object_object_add(x, "bytes", json_object_new_int64((int64_t)(st.last_taken_chunks * a->bsb.chunksize)));
+        json_object_object_add(x, "at_ms", taken ? json_object_new_int64(taken) : NULL);
         json_object_object_add(c, "last_takeover", x);
     } else {
         json_object_object_add(c, "last_takeover", NULL);

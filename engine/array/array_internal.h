@@ -48,6 +48,11 @@ struct arr_member {
     bool remote_rebuild;            /* REBUILDING driven by another node:
                                      * written, never read, not recovered here */
     uint64_t faulty_gen;            /* state_gen that recorded the failure */
+    bool write_behind;              /* FAULTY by another node's report while
+                                     * in sync here: client writes still go
+                                     * to it, errors ignored, never read */
+    int rebuilder;                  /* remote_rebuild: slot that rebuilds
+                                     * it (-1: unknown) */
     struct clr_io_dev *io;
 };
 
@@ -133,7 +138,11 @@ struct clr_array {
 
     /* superblock writes */
     pthread_mutex_t meta_lock;
-    uint64_t sb_done_gen;
+    uint64_t sb_done_gen;           /* written to the superblocks */
+    atomic_uint_fast64_t sb_announced_gen;  /* written and (cluster)
+                                     * METADATA_UPDATED delivered everywhere
+                                     * (written under meta_lock) */
+    atomic_uint_fast64_t local_fail_gen;    /* last failure seen here */
     uint8_t *sb_buf;                /* 4 KiB per member slot */
 
     /* bitmap */
@@ -141,6 +150,7 @@ struct clr_array {
     pthread_cond_t bm_cond;
     struct clr_bmc bmc;
     uint64_t bm_want_gen, bm_done_gen;
+    uint64_t bm_ok_gen;             /* last flush an in-sync member took */
     bool bm_flushing;
     uint8_t *bm_buf;
     pthread_t bm_thread;
@@ -171,6 +181,13 @@ struct clr_array {
     atomic_uint_fast64_t rr;        /* read balancing */
     atomic_uint_fast64_t n_reads, n_writes, n_bm_flushes;
     atomic_uint_fast64_t last_client_ns;
+    /* client writes issuing legs, in two epochs (under lock): a drain
+     * waits for the writes in flight at its start, never for a gap */
+    uint64_t wr_epoch;
+    unsigned wr_inflight[2];
+    bool wr_draining;
+    /* wall-clock ms of the last resync/recovery pass (status) */
+    int64_t sync_started_ms, sync_ended_ms;
 
     struct clr_io_ctx *ctx;
 
@@ -182,11 +199,14 @@ struct clr_array {
 };
 
 /* array_meta.c */
+int64_t clr_arr_wall_ms(void);
 void clr_arr_log(struct clr_array *a, int prio, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 uint64_t clr_arr_now_ns(void);
 int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean);
 int clr_arr_member_failed(struct clr_array *a, struct arr_member *m, int err);
+/* this thread must not wait for a thaw (management calls) */
+void clr_arr_nowait(bool on);
 void clr_arr_recompute_locked(struct clr_array *a);
 int clr_arr_wait_thaw(struct clr_array *a);
 int clr_arr_bm_start_write(struct clr_array *a, uint64_t ss, uint64_t sn);
@@ -229,13 +249,16 @@ bool clr_arr_cl_read_first(struct clr_array *a, uint64_t lo, uint64_t hi);
 /* superblocks: begin takes `metadata` and reloads the superblock from disk;
  * end broadcasts METADATA_UPDATED (if @sent) and releases */
 int clr_arr_cl_meta_begin(struct clr_array *a);
-void clr_arr_cl_meta_end(struct clr_array *a, bool send);
+int clr_arr_cl_meta_end(struct clr_array *a, bool send);
 bool clr_arr_cl_meta_held(void);
 /* sync thread */
 int clr_arr_cl_resync_begin(struct clr_array *a, uint64_t lo, uint64_t hi);
 int clr_arr_cl_resync_window(struct clr_array *a, uint64_t lo, uint64_t hi, uint64_t end);
 void clr_arr_cl_resync_end(struct clr_array *a);
 bool clr_arr_needed_extent(struct clr_array *a, uint64_t *lo, uint64_t *hi);
+/* 1: another node finished rebuilding @m; else *off raised to its
+ * checkpoint on disk */
+int clr_arr_cl_rebuild_check(struct clr_array *a, struct arr_member *m, uint64_t *off);
 /* management */
 int clr_arr_cl_send_remove(struct clr_array *a, uint32_t dev_number);
 int clr_arr_cl_readd(struct clr_array *a, uint32_t dev_number);
@@ -257,6 +280,7 @@ struct arr_leg {
     struct clr_io_wg *wg;
     struct arr_member *m;
     int res;
+    bool behind;                    /* write-behind leg: result ignored */
 };
 void clr_arr_leg_done(void *arg, int res);
 
@@ -264,7 +288,13 @@ void clr_arr_leg_done(void *arg, int res);
 struct arr_view {
     struct arr_member *m[CLR_RAID_MAX_DISKS];
     enum arr_mstate st[CLR_RAID_MAX_DISKS];
+    struct arr_member *wb[CLR_RAID_MAX_DISKS];     /* write-behind per role */
 };
 void clr_arr_view(struct clr_array *a, struct arr_view *v);
+/* client writes: register in the current epoch / leave it */
+unsigned clr_arr_wr_enter(struct clr_array *a);
+void clr_arr_wr_exit(struct clr_array *a, unsigned epoch);
+/* waits until every client write in flight now has completed its legs */
+void clr_arr_wr_drain(struct clr_array *a);
 
 #endif

@@ -90,7 +90,7 @@ static int legs_settle(struct clr_array *a, struct arr_leg *legs, unsigned n, un
     int rc = 0;
 
     for (unsigned i = 0; i < n; i++) {
-        if (legs[i].res >= 0)
+        if (legs[i].res >= 0 || legs[i].behind)
             continue;
         if (bad)
             (*bad)++;
@@ -194,12 +194,22 @@ static int mirror_write(struct clr_array *a, const uint8_t *buf, uint64_t ls, ui
         if (k > x.run)
             k = x.run;
         for (uint32_t c = 0; c < x.ncopies && nl < cap; c++) {
-            struct arr_member *m = v.m[x.copy[c].disk];
+            struct arr_member *m = v.m[x.copy[c].disk], *wb = v.wb[x.copy[c].disk];
 
+            /* failed by another node: kept current, best effort, until it
+             * is removed or re-added (a node that has not processed the
+             * same update yet may still read it) */
+            if (wb && nl < cap) {
+                leg_submit(&legs[nl], &wg, wb, true, (void *)buf, k * ARR_SECTOR, x.copy[c].sector,
+                           ioflags);
+                legs[nl++].behind = true;
+            }
             if (!m || !writable(v.st[x.copy[c].disk])) {
                 *whole = false;
                 continue;
             }
+            if (nl >= cap)
+                break;
             if (v.st[x.copy[c].disk] != ARR_M_IN_SYNC)
                 *whole = false;
             leg_submit(&legs[nl++], &wg, m, true, (void *)buf, k * ARR_SECTOR, x.copy[c].sector,
@@ -369,7 +379,12 @@ static int64_t mirror_recover_unit(struct clr_array *a, struct arr_member *m, ui
     }
 out:
     clr_arr_rl_unlock(&a->rl, &r);
-    clr_arr_defer_end(a);
+    {
+        int drc = clr_arr_defer_end(a);
+
+        if (rc == 0 && drc)
+            rc = drc;
+    }
     clr_io_free(buf);
     return rc ? rc : (int64_t)k;
 }
@@ -978,7 +993,7 @@ static int locked_write(struct clr_array *a, const void *buf, uint64_t count, ui
         stop = a->stopping;
         pthread_mutex_unlock(&a->lock);
         if (stop) {
-            clr_arr_defer_end(a);
+            clr_arr_defer_end(a);   /* nothing failed yet: nothing deferred */
             return -ESHUTDOWN;
         }
         clr_arr_rl_lock(&a->rl, &r, ss, sn);
@@ -1002,7 +1017,11 @@ static int locked_write(struct clr_array *a, const void *buf, uint64_t count, ui
     if (rc)
         goto out;
     for (;;) {
+        /* counted while issuing legs: a remote re-add drains us */
+        unsigned ep = clr_arr_wr_enter(a);
+
         rc = a->ops->write(a, src, ls, n, ioflags, &whole);
+        clr_arr_wr_exit(a, ep);
         if (rc != -EAGAIN)
             break;
         rc = clr_arr_wait_thaw(a);
@@ -1012,8 +1031,14 @@ static int locked_write(struct clr_array *a, const void *buf, uint64_t count, ui
     clr_arr_bm_end_write(a, ss, sn, rc == 0 && whole);
 out:
     clr_arr_rl_unlock(&a->rl, &r);
-    /* a leg that failed is faulty on disk (and the cluster told) first */
-    clr_arr_defer_end(a);
+    /* a leg that failed is faulty on disk (and the cluster told) first;
+     * if that cannot be done the array froze and the write is not acked */
+    {
+        int drc = clr_arr_defer_end(a);
+
+        if (rc == 0 && drc)
+            rc = drc < 0 ? drc : -EIO;
+    }
     clr_io_free(b);
     return rc;
 }

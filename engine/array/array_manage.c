@@ -116,6 +116,8 @@ json_object *clr_array_status_json(struct clr_array *a)
         json_object_object_add(d, "role", has_role ? json_object_new_int(m->role) : NULL);
         json_object_object_add(d, "state", json_object_new_string(mstate_names[m->state]));
         json_object_object_add(d, "io_mode", m->io ? json_object_new_string(clr_io_dev_mode(m->io)) : NULL);
+        if (m->write_behind && m->state == ARR_M_FAULTY)
+            json_object_object_add(d, "write_behind", json_object_new_boolean(true));
         json_object_array_add(devs, d);
     }
     json_object_object_add(o, "devices", devs);
@@ -136,6 +138,9 @@ json_object *clr_array_status_json(struct clr_array *a)
     }
     x = json_object_new_object();
     json_object_object_add(x, "bytes", json_object_new_int64((int64_t)a->last_resync_bytes));
+    /* wall-clock ms since the epoch (null: none yet / still running) */
+    json_object_object_add(x, "started_ms", a->sync_started_ms ? json_object_new_int64(a->sync_started_ms) : NULL);
+    json_object_object_add(x, "ended_ms", a->sync_ended_ms ? json_object_new_int64(a->sync_ended_ms) : NULL);
     json_object_object_add(o, "last_resync", x);
     x = json_object_new_object();
     json_object_object_add(x, "mismatches", json_object_new_int64((int64_t)a->last_check_mismatches));
@@ -190,7 +195,7 @@ static int mgmt_fail_device(struct clr_array *a, const char *path, struct clr_er
     if (rc)
         return rc;
     rc = clr_arr_member_failed(a, m, -EIO);
-    return rc ? clr_err_set(e, rc, "%s: cannot fail it: the array would freeze", path) : 0;
+    return rc ? clr_err_set(e, -EIO, "%s: marked faulty here, but the failure could not be recorded and announced: array frozen", path) : 0;
 }
 
 static int mgmt_remove_device(struct clr_array *a, const char *path, struct clr_err *e)
@@ -220,9 +225,14 @@ static int mgmt_remove_device(struct clr_array *a, const char *path, struct clr_
      * member before it failed may still hold it. */
     m->state = ARR_M_REMOVED;
     m->role = -1;
+    m->write_behind = false;
     gen = ++a->state_gen;
     pthread_mutex_unlock(&a->lock);
-    return clr_arr_sb_update(a, gen, false);
+    rc = clr_arr_sb_update(a, gen, false);
+    if (rc)
+        clr_err_set(e, rc, "%s: removed here, but the superblock update was not written or announced to every node: %s",
+                    path, strerror(-rc));
+    return rc;
 }
 
 /* Copies every bitmap slot region from a live member to @m. */
@@ -369,7 +379,15 @@ static int mgmt_add_device(struct clr_array *a, const char *path, struct clr_err
     pthread_mutex_unlock(&a->lock);
     clr_arr_log(a, LOG_NOTICE, "%s: added as device %u", path, dn);
     rc = clr_arr_sb_update(a, gen, false);     /* cluster: inside our `metadata` */
-    clr_arr_cl_meta_end(a, true);
+    {
+        int mrc = clr_arr_cl_meta_end(a, true);
+
+        if (rc == 0)
+            rc = mrc;
+    }
+    if (rc)
+        clr_err_set(e, rc, "%s: added, but the superblock update was not written or announced to every node: %s",
+                    path, strerror(-rc));
     return rc;
 rollback:
     /* nothing of it may stay: erase the superblock we wrote */
@@ -393,7 +411,7 @@ static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_e
     struct clr_io_dev *io = NULL;
     uint8_t *buf = NULL;
     uint64_t gen;
-    bool fresh = false;
+    bool fresh = false, meta = false;
     int rc, role;
 
     pthread_mutex_lock(&a->lock);
@@ -439,6 +457,16 @@ static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_e
         rc = clr_err_set(e, -EINVAL, "%s: not a former member of '%s': add it as a new device", path, a->name);
         goto fail;
     }
+    if (a->cl) {
+        /* md §3.11 under `metadata` until the role is written: another
+         * node's update in between would re-read FAULTY and undo it */
+        rc = clr_arr_cl_meta_begin(a);
+        if (rc) {
+            clr_err_set(e, rc, "cannot take the cluster metadata lock: %s", strerror(-rc));
+            goto fail;
+        }
+        meta = true;
+    }
     role = sb.dev_roles[sb.dev_number];
     if (m && m->role >= 0)
         role = m->role;
@@ -472,6 +500,7 @@ static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_e
     m->io = io;
     m->role = role;
     m->state = ARR_M_REBUILDING;
+    m->write_behind = false;
     /* The bitmap covers only what changed since it left in sync; a member
      * that left half-rebuilt needs a full recovery. */
     m->bitmap_recovery = !(sb.feature_map & CLR_MD_FEAT_RECOVERY_OFFSET) ||
@@ -486,23 +515,53 @@ static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_e
     pthread_cond_broadcast(&a->cond);
     pthread_mutex_unlock(&a->lock);
     clr_io_free(buf);
+    buf = NULL;
     if (a->cl) {
         /* md §3.11: every node writes to it from now on, then every other
          * slot's bits join ours so the pass covers what anyone wrote */
         rc = clr_arr_cl_readd(a, m->dev_number);
-        if (rc)
-            clr_arr_log(a, LOG_ERR, "%s: re-add not confirmed by every node (%s): the resync covers our bitmap only",
-                        path, strerror(-rc));
+        if (rc) {
+            /* some node may write to it now: Faulty again everywhere */
+            pthread_mutex_lock(&a->lock);
+            if (a->role_mem[role] == m)
+                a->role_mem[role] = NULL;
+            m->state = ARR_M_FAULTY;
+            m->bitmap_recovery = false;
+            m->faulty_gen = gen = ++a->state_gen;
+            clr_arr_recompute_locked(a);
+            a->sync_hold--;
+            pthread_cond_broadcast(&a->cond);
+            pthread_mutex_unlock(&a->lock);
+            clr_arr_bm_set_degraded(a);
+            clr_arr_sb_update(a, gen, false);
+            clr_arr_cl_meta_end(a, true);
+            return clr_err_set(e, rc, "%s: re-add not taken by every node (%s): rolled back, it stays faulty",
+                               path, strerror(-rc));
+        }
+        clr_arr_log(a, LOG_NOTICE, "%s: re-added in role %d, resyncing the bitmap's dirty chunks", path, role);
+        rc = clr_arr_sb_update(a, gen, false);     /* inside our `metadata` */
+        {
+            int mrc = clr_arr_cl_meta_end(a, true);
+
+            if (rc == 0)
+                rc = mrc;
+        }
         pthread_mutex_lock(&a->lock);
         a->sync_hold--;
         pthread_cond_broadcast(&a->cond);
         pthread_mutex_unlock(&a->lock);
+    } else {
+        clr_arr_log(a, LOG_NOTICE, "%s: re-added in role %d, resyncing the bitmap's dirty chunks", path, role);
+        rc = clr_arr_sb_update(a, gen, false);
     }
-    clr_arr_log(a, LOG_NOTICE, "%s: re-added in role %d, resyncing the bitmap's dirty chunks", path, role);
-    rc = clr_arr_sb_update(a, gen, false);
     clr_arr_bm_flush(a);
+    if (rc)
+        clr_err_set(e, rc, "%s: re-added, but the superblock update was not written or announced to every node: %s",
+                    path, strerror(-rc));
     return rc;
 fail:
+    if (meta)
+        clr_arr_cl_meta_end(a, false);
     clr_io_free(buf);
     if (fresh)
         clr_io_close(io);
@@ -620,7 +679,9 @@ static int under_mgmt(struct clr_array *a,
     int rc;
 
     pthread_mutex_lock(&a->mgmt_lock);
+    clr_arr_nowait(true);
     rc = op(a, path, e);
+    clr_arr_nowait(false);
     pthread_mutex_unlock(&a->mgmt_lock);
     return rc;
 }

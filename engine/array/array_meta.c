@@ -34,6 +34,14 @@ uint64_t clr_arr_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+int64_t clr_arr_wall_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 void clr_arr_leg_done(void *arg, int res)
 {
     struct arr_leg *l = arg;
@@ -48,7 +56,54 @@ void clr_arr_view(struct clr_array *a, struct arr_view *v)
     for (uint32_t r = 0; r < a->g.raid_disks; r++) {
         v->m[r] = a->role_mem[r];
         v->st[r] = v->m[r] ? v->m[r]->state : ARR_M_REMOVED;
+        v->wb[r] = NULL;
     }
+    for (unsigned i = 0; i < a->nmem; i++) {
+        struct arr_member *m = a->mem[i];
+
+        if (m->write_behind && m->state == ARR_M_FAULTY && m->io && m->role >= 0 &&
+            (uint32_t)m->role < a->g.raid_disks && v->m[m->role] != m)
+            v->wb[m->role] = m;
+    }
+    pthread_mutex_unlock(&a->lock);
+}
+
+/* ---- client writes in flight (a remote re-add drains them) ---- */
+
+unsigned clr_arr_wr_enter(struct clr_array *a)
+{
+    unsigned e;
+
+    pthread_mutex_lock(&a->lock);
+    e = (unsigned)(a->wr_epoch & 1);
+    a->wr_inflight[e]++;
+    pthread_mutex_unlock(&a->lock);
+    return e;
+}
+
+void clr_arr_wr_exit(struct clr_array *a, unsigned e)
+{
+    pthread_mutex_lock(&a->lock);
+    if (--a->wr_inflight[e] == 0)
+        pthread_cond_broadcast(&a->cond);
+    pthread_mutex_unlock(&a->lock);
+}
+
+/* New writes count in the next epoch: the ones in flight now drain
+ * however steady the stream is. One drain at a time (the receive thread). */
+void clr_arr_wr_drain(struct clr_array *a)
+{
+    unsigned e;
+
+    pthread_mutex_lock(&a->lock);
+    while (a->wr_draining)
+        pthread_cond_wait(&a->cond, &a->lock);
+    a->wr_draining = true;
+    e = (unsigned)(a->wr_epoch++ & 1);
+    while (a->wr_inflight[e])
+        pthread_cond_wait(&a->cond, &a->lock);
+    a->wr_draining = false;
+    pthread_cond_broadcast(&a->cond);
     pthread_mutex_unlock(&a->lock);
 }
 
@@ -170,6 +225,9 @@ bool clr_arr_mark_faulty_remote_locked(struct clr_array *a, struct arr_member *m
 
     if (m->state == ARR_M_FAULTY || m->state == ARR_M_REMOVED)
         return false;
+    /* write-behind: a node that has not processed the same update yet may
+     * still read it; our writes keep it current for them */
+    m->write_behind = m->state == ARR_M_IN_SYNC && m->io;
     m->state = ARR_M_FAULTY;
     m->remote_rebuild = false;
     m->faulty_gen = a->state_gen;   /* already on disk: nothing to write */
@@ -193,6 +251,8 @@ void clr_arr_defer_begin(struct clr_array *a)
     }
 }
 
+static int announce_failure(struct clr_array *a, uint64_t gen);
+
 int clr_arr_defer_end(struct clr_array *a)
 {
     uint64_t gen;
@@ -202,7 +262,15 @@ int clr_arr_defer_end(struct clr_array *a)
     tl_defer = NULL;
     gen = tl_defer_gen;
     tl_defer_gen = 0;
-    return gen ? clr_arr_sb_update(a, gen, false) : 0;
+    if (a->cl) {
+        /* a member this node failed is left out of our writes at once:
+         * no write is acked before the others stop reading it either */
+        uint64_t lf = atomic_load(&a->local_fail_gen);
+
+        if (lf > gen && lf > atomic_load(&a->sb_announced_gen))
+            gen = lf;
+    }
+    return gen ? announce_failure(a, gen) : 0;
 }
 
 /* Marks @m Faulty under lock; false if that would leave too little redundancy. */
@@ -210,12 +278,16 @@ static bool mark_faulty_locked(struct clr_array *a, struct arr_member *m)
 {
     int role = m->role;
 
-    if (m->state == ARR_M_FAULTY || m->state == ARR_M_REMOVED)
+    if (m->state == ARR_M_FAULTY || m->state == ARR_M_REMOVED) {
+        m->write_behind = false;    /* we saw it fail ourselves: stop */
         return true;
+    }
     if (m->state == ARR_M_IN_SYNC && !clr_arr_enough_without(a, role))
         return false;
+    m->write_behind = false;
     m->state = ARR_M_FAULTY;
     m->faulty_gen = ++a->state_gen;
+    atomic_store(&a->local_fail_gen, m->faulty_gen);
     if (role >= 0 && a->role_mem[role] == m)
         a->role_mem[role] = NULL;
     clr_arr_recompute_locked(a);
@@ -252,8 +324,44 @@ int clr_arr_member_failed(struct clr_array *a, struct arr_member *m, int err)
             tl_defer_gen = gen;
         return 0;
     }
-    clr_arr_sb_update(a, gen, false);
-    return 0;
+    return announce_failure(a, gen) ? -EAGAIN : 0;
+}
+
+/* A failure (state generation @gen) is written to the superblocks and, in
+ * a cluster, METADATA_UPDATED delivered to every node before anything that
+ * depends on it is acknowledged. If that cannot be done (metadata lock,
+ * superblock write or broadcast failed or was refused), the array freezes
+ * (§6: like a lost last copy, no error reaches the client; the policy
+ * module fences this node, or the operator thaws it with --error, which
+ * fails the request with EIO); a thaw without error retries. */
+static __thread bool tl_nowait;
+
+void clr_arr_nowait(bool on)
+{
+    tl_nowait = on;
+}
+
+static int announce_failure(struct clr_array *a, uint64_t gen)
+{
+    for (;;) {
+        int rc = clr_arr_sb_update(a, gen, false);
+
+        if (rc == 0 || a->crashed)
+            return 0;
+        pthread_mutex_lock(&a->lock);
+        if (!a->frozen && !a->stopping)
+            clr_arr_log(a, LOG_CRIT, "a member failure could not be recorded%s (%s): array frozen; 'clraid thaw %s --error' fails the blocked I/O",
+                        a->cl ? " and announced to the cluster" : "", strerror(-rc), a->name);
+        a->frozen = true;
+        pthread_mutex_unlock(&a->lock);
+        /* management calls (they hold mgmt_lock, which a thaw by re-add
+         * and the stop need) fail instead of waiting */
+        if (tl_nowait)
+            return rc;
+        rc = clr_arr_wait_thaw(a);
+        if (rc)
+            return rc;
+    }
 }
 
 int clr_arr_wait_thaw(struct clr_array *a)
@@ -314,7 +422,7 @@ int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean)
         /* cluster: under `metadata` (taken before meta_lock: a holder of
          * it may need meta_lock), reloaded from disk (events only grow) */
         pthread_mutex_lock(&a->meta_lock);
-        bool done = gen && a->sb_done_gen >= gen;
+        bool done = gen && a->sb_announced_gen >= gen;
         pthread_mutex_unlock(&a->meta_lock);
         if (done)
             return 0;
@@ -326,7 +434,9 @@ int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean)
         cl_meta = true;
     }
     pthread_mutex_lock(&a->meta_lock);
-    if (gen && a->sb_done_gen >= gen)
+    /* announced, not only written: a failure another thread wrote may
+     * still be on its way to the other nodes (wait for that) */
+    if (gen && a->sb_announced_gen >= gen)
         goto out;
     if (a->cluster)
         clean = a->sb.resync_offset == CLR_MD_MAX_SECTOR;  /* the bitmaps carry crash state */
@@ -390,6 +500,8 @@ int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean)
         }
         pthread_mutex_unlock(&a->lock);
         a->sb_done_gen = snap;
+        if (!a->cl && rc == 0 && snap > a->sb_announced_gen)
+            a->sb_announced_gen = snap;     /* cluster: once METADATA_UPDATED is delivered */
         if (!again)
             break;
         clr_arr_bm_set_degraded(a);
@@ -397,25 +509,41 @@ int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean)
     wrote = true;
 out:
     pthread_mutex_unlock(&a->meta_lock);
-    if (cl_meta)
-        clr_arr_cl_meta_end(a, wrote);
+    if (cl_meta) {
+        int mrc = clr_arr_cl_meta_end(a, wrote);
+
+        if (rc == 0)
+            rc = mrc;
+    }
     return rc;
 }
 
 /* ---- bitmap ---- */
 
+struct bm_fail {
+    struct arr_member *m;
+    int err;
+};
+
 /* Writes this slot's region (sb + bits) to every live member with FUA.
- * Called with bm_lock held and bm_flushing set; drops bm_lock meanwhile. */
-static void bm_write_locked(struct clr_array *a)
+ * Called with bm_lock held and bm_flushing set; drops bm_lock meanwhile.
+ * A member whose write failed is marked Faulty here (no I/O) and left in
+ * @fails: the superblock update and its broadcast happen after the flush
+ * (a flusher must never wait for the cluster: a local write waits on it
+ * under its range lock, and a remote drain waits on that write).
+ * @return 0 if an in-sync member took the bits, else -EIO. */
+static int bm_write_locked(struct clr_array *a, struct bm_fail *fails, unsigned *nf)
 {
     struct arr_member *tgt[ARR_MAX_MEMBERS];
     struct arr_leg legs[ARR_MAX_MEMBERS];
+    bool insync[ARR_MAX_MEMBERS];
     struct clr_bitmap_sb b = a->bsb;
     struct clr_io_wg wg;
-    unsigned n = 0;
+    unsigned n = 0, ok = 0;
 
+    *nf = 0;
     if (a->crashed)
-        return;
+        return 0;
     memset(a->bm_buf, 0, a->bm_write_bytes);
     clr_bmc_render(&a->bmc, 0, a->bmc.nchunks, a->bm_buf + CLR_BITMAP_SB_BYTES);
     pthread_mutex_unlock(&a->bm_lock);
@@ -425,8 +553,10 @@ static void bm_write_locked(struct clr_array *a)
     for (unsigned i = 0; i < a->nmem; i++) {
         struct arr_member *m = a->mem[i];
 
-        if ((m->state == ARR_M_IN_SYNC || m->state == ARR_M_REBUILDING) && m->io)
+        if ((m->state == ARR_M_IN_SYNC || m->state == ARR_M_REBUILDING) && m->io) {
+            insync[n] = m->state == ARR_M_IN_SYNC;
             tgt[n++] = m;
+        }
     }
     pthread_mutex_unlock(&a->lock);
     clr_bitmap_sb_encode(&b, a->bm_buf, CLR_BITMAP_SB_BYTES);
@@ -441,18 +571,40 @@ static void bm_write_locked(struct clr_array *a)
     }
     clr_io_wg_wait(&wg);
     atomic_fetch_add(&a->n_bm_flushes, 1);
-    for (unsigned i = 0; i < n; i++)
-        if (legs[i].res < 0)
-            clr_arr_member_failed(a, tgt[i], legs[i].res);
+    for (unsigned i = 0; i < n; i++) {
+        if (legs[i].res >= 0) {
+            ok += insync[i];
+            continue;
+        }
+        pthread_mutex_lock(&a->lock);
+        bool was = tgt[i]->state == ARR_M_FAULTY;
+
+        if (!mark_faulty_locked(a, tgt[i])) {
+            if (!a->frozen)
+                clr_arr_log(a, LOG_CRIT, "%s: bitmap write failed (%s) on the last copy: array frozen",
+                            tgt[i]->path, strerror(-legs[i].res));
+            a->frozen = true;
+        } else if (!was) {
+            clr_arr_log(a, LOG_ERR, "%s: bitmap write failed (%s): member marked faulty, array runs degraded",
+                        tgt[i]->path, strerror(-legs[i].res));
+        }
+        pthread_mutex_unlock(&a->lock);
+        fails[(*nf)++] = (struct bm_fail){ tgt[i], legs[i].res };
+    }
     pthread_mutex_lock(&a->bm_lock);
+    return ok ? 0 : -EIO;
 }
 
 /* Waits until generation @gen of the in-memory bitmap is on disk; the
  * first waiter writes, later ones ride on its flush or the next one.
- * Caller holds bm_lock. */
-static void bm_flush_to_locked(struct clr_array *a, uint64_t gen)
+ * Caller holds bm_lock (dropped meanwhile). @return 0 if a flush covering
+ * @gen reached an in-sync member, else -EIO. */
+static int bm_flush_to_locked(struct clr_array *a, uint64_t gen)
 {
     while (a->bm_done_gen < gen) {
+        struct bm_fail fails[ARR_MAX_MEMBERS];
+        unsigned nf;
+
         if (a->bm_flushing) {
             pthread_cond_wait(&a->bm_cond, &a->bm_lock);
             continue;
@@ -460,11 +612,21 @@ static void bm_flush_to_locked(struct clr_array *a, uint64_t gen)
         uint64_t g = a->bm_want_gen;
 
         a->bm_flushing = true;
-        bm_write_locked(a);
+        if (bm_write_locked(a, fails, &nf) == 0)
+            a->bm_ok_gen = g;
         a->bm_flushing = false;
         a->bm_done_gen = g;
         pthread_cond_broadcast(&a->bm_cond);
+        if (nf) {
+            /* recorded and announced outside the flush */
+            pthread_mutex_unlock(&a->bm_lock);
+            clr_arr_bm_set_degraded(a);
+            for (unsigned i = 0; i < nf; i++)
+                clr_arr_member_failed(a, fails[i].m, fails[i].err);
+            pthread_mutex_lock(&a->bm_lock);
+        }
     }
+    return a->bm_ok_gen >= gen ? 0 : -EIO;
 }
 
 int clr_arr_bm_start_write(struct clr_array *a, uint64_t ss, uint64_t sn)
@@ -497,10 +659,12 @@ void clr_arr_bm_end_write(struct clr_array *a, uint64_t ss, uint64_t sn, bool ok
 
 int clr_arr_bm_flush(struct clr_array *a)
 {
+    int rc;
+
     pthread_mutex_lock(&a->bm_lock);
-    bm_flush_to_locked(a, ++a->bm_want_gen);
+    rc = bm_flush_to_locked(a, ++a->bm_want_gen);
     pthread_mutex_unlock(&a->bm_lock);
-    return 0;
+    return rc;
 }
 
 /* Clears idle bits in memory; true if any went clean. Caller holds bm_lock. */

@@ -76,6 +76,10 @@ static void begin(struct clr_array *a, enum arr_action act, uint64_t pos, uint64
     a->sync_pos = pos;
     a->sync_done_sectors = 0;
     a->sync_start_ns = clr_arr_now_ns();
+    if (act == ARR_SYNC_RESYNC || act == ARR_SYNC_RECOVER) {
+        a->sync_started_ms = clr_arr_wall_ms();
+        a->sync_ended_ms = 0;
+    }
     pthread_mutex_unlock(&a->lock);
 }
 
@@ -89,7 +93,12 @@ static int unit(struct clr_array *a, enum arr_action act, uint64_t pos, uint64_t
     clr_arr_rl_lock(&a->rl, &r, pos, u);
     rc = a->ops->sync_unit(a, act, pos, u, mm);
     clr_arr_rl_unlock(&a->rl, &r);
-    clr_arr_defer_end(a);
+    {
+        int drc = clr_arr_defer_end(a);
+
+        if (rc == 0 && drc)
+            rc = drc;
+    }
     return rc;
 }
 
@@ -277,6 +286,33 @@ static int run_recover(struct clr_array *a, struct arr_member *m)
     rc = cl_begin(a, 0, a->sync_sectors);
     if (rc)
         return rc == -ECANCELED || rc == -ESHUTDOWN ? 0 : rc;
+    if (a->cl) {
+        /* a rebuild resumed after its node died: another survivor may have
+         * finished it while we waited for `resync`, or got further */
+        uint64_t off;
+
+        pthread_mutex_lock(&a->lock);
+        off = m->recovery_offset;
+        pthread_mutex_unlock(&a->lock);
+        if (clr_arr_cl_rebuild_check(a, m, &off) > 0) {
+            clr_arr_cl_resync_end(a);
+            pthread_mutex_lock(&a->lock);
+            if (m->state == ARR_M_REBUILDING) {
+                m->state = ARR_M_IN_SYNC;
+                m->recovery_offset = 0;
+                clr_arr_recompute_locked(a);
+                clr_arr_log(a, LOG_NOTICE, "%s: in sync (recovered by another node)", m->path);
+            }
+            a->state_gen++;
+            pthread_mutex_unlock(&a->lock);
+            clr_arr_bm_set_degraded(a);
+            return 0;
+        }
+        pthread_mutex_lock(&a->lock);
+        if (off > m->recovery_offset)
+            m->recovery_offset = off;
+        pthread_mutex_unlock(&a->lock);
+    }
     pthread_mutex_lock(&a->lock);
     start = ds = m->recovery_offset;
     pthread_mutex_unlock(&a->lock);
@@ -427,6 +463,9 @@ void *clr_arr_sync_main(void *arg)
             break;
         }
         pthread_mutex_lock(&a->lock);
+        if ((act == ARR_SYNC_RESYNC || act == ARR_SYNC_RECOVER) && a->sync_started_ms &&
+            !a->sync_ended_ms)
+            a->sync_ended_ms = clr_arr_wall_ms();
         a->action = ARR_SYNC_IDLE;
         a->sync_passes++;
         pthread_cond_broadcast(&a->cond);

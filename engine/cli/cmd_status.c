@@ -116,6 +116,14 @@ static void print_human(const char *name, json_object *st)
             printf("      cluster: last takeover: slot %" PRId64 ", %" PRId64 " dirty chunks (%" PRId64
                    " KiB)\n",
                    jint(tk, "slot"), jint(tk, "dirty_chunks"), jint(tk, "bytes") / 1024);
+        {
+            int64_t t0 = jint(st, "cluster.recovery_started_ms");
+            int64_t t1 = jint(st, "cluster.read_balancing_restored_ms");
+
+            if (t0 > 0 && t1 >= t0)
+                printf("      cluster: last membership change: read balancing back after %" PRId64 " ms\n",
+                       t1 - t0);
+        }
     }
 }
 

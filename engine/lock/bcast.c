@@ -117,12 +117,13 @@ static int wait_tail(struct clr_bcast *b)
 static int step(struct clr_bcast *b, struct clr_lock *lk, int mode,
 		unsigned flags, const char *what)
 {
+	uint64_t t0 = clr_lock_now_ms();
 	int rc = clr_lock_sync(lk, mode, flags, b->tmo);
 
 	if (rc)
-		fprintf(stderr, "clraid bcast: %s (%s %s) failed after %u ms: %s\n",
-			what, clr_lock_name(lk), clr_lock_mode_name(mode), b->tmo,
-			strerror(-rc));
+		fprintf(stderr, "clraid bcast: %s (%s %s) failed after %llu ms: %s\n",
+			what, clr_lock_name(lk), clr_lock_mode_name(mode),
+			(unsigned long long)(clr_lock_now_ms() - t0), strerror(-rc));
 	return rc;
 }
 

@@ -618,8 +618,23 @@ int clr_lock_sync(struct clr_lock *lk, int mode, unsigned flags,
 		return rc;
 	if (!wait_done(lk, seq, timeout_ms, &rc)) {
 		clr_lock_cancel(lk);
-		if (!wait_done(lk, seq, CLR_CANCEL_WAIT_MS, &rc))
-			return -ETIMEDOUT; /* the cluster is not answering */
+		if (!wait_done(lk, seq, CLR_CANCEL_WAIT_MS, &rc)) {
+			/* The cluster is not answering.  Nobody waits for this
+			 * request any more: its late completion (maybe a grant)
+			 * goes to the ast, if the lock has one. */
+			bool pending;
+
+			pthread_mutex_lock(&lk->ls->mu);
+			pending = lk->done_seq == seq;
+			if (pending)
+				lk->sync_op = false;
+			rc = lk->status;
+			pthread_mutex_unlock(&lk->ls->mu);
+			if (pending)
+				return -ETIMEDOUT;
+			/* completed just now (no ast for it): as below */
+			return rc == 0 ? 0 : -ETIMEDOUT;
+		}
 		if (rc == 0)
 			return 0; /* the grant won the race with the cancel */
 		return -ETIMEDOUT;

@@ -198,7 +198,9 @@ int clr_lock_cancel(struct clr_lock *lk);
 /**
  * Request and wait up to @timeout_ms (0 = forever).  On timeout the request
  * is cancelled; if the grant raced the cancel, the lock is held and 0 is
- * returned.
+ * returned.  If the cancel is not answered either (-ETIMEDOUT with the
+ * request still pending), its late completion is reported to the ast, if
+ * the lock has one (it may be a grant).
  * @return 0, -EAGAIN, -EDEADLK, -ETIMEDOUT, -ENOLCK, -EBUSY, -EINVAL.
  */
 int clr_lock_sync(struct clr_lock *lk, int mode, unsigned flags,

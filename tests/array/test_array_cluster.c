@@ -21,6 +21,7 @@
 
 #include "array/array.h"
 #include "format/create_plan.h"
+#include "format/md_bitmap.h"
 #include "format/md_sb.h"
 #include "io/io.h"
 #include "raid/layout.h"
@@ -406,6 +407,17 @@ static void test_takeover(void **s)
     WAIT_FOR(st_int(b, "cluster.members") == 1, 5000);
     wait_idle(b);
     assert_true(st_int(b, "last_resync.bytes") > 0);
+    /* timestamps (wall-clock ms) to measure the recovery exactly */
+    {
+        int64_t t0 = st_int(b, "cluster.recovery_started_ms"), now = (int64_t)time(NULL) * 1000;
+
+        assert_true(t0 > now - 60000 && t0 <= now + 1000);
+        assert_true(st_int(b, "cluster.last_takeover.at_ms") >= t0);
+        WAIT_FOR(!st_null(b, "cluster.read_balancing_restored_ms"), 5000);
+        assert_true(st_int(b, "cluster.read_balancing_restored_ms") >= t0);
+        assert_true(st_int(b, "last_resync.started_ms") >= t0);
+        assert_true(st_int(b, "last_resync.ended_ms") >= st_int(b, "last_resync.started_ms"));
+    }
     assert_int_equal(check_mismatches(b), 0);
     assert_int_equal(clr_array_stop(b), 0);
     assert_copies_equal(&t, size);
@@ -676,6 +688,459 @@ static void test_add_spare(void **s)
     rmfiles(&t);
 }
 
+
+/* Byte offset of slot @slot's bits (after its bitmap superblock) on @path. */
+static uint64_t slot_bits_off(const char *path, unsigned slot, uint64_t *nbytes)
+{
+    uint8_t raw[CLR_MD_SB_AREA_BYTES], braw[CLR_BITMAP_SB_BYTES];
+    struct clr_md_sb sb;
+    struct clr_bitmap_sb b;
+    struct clr_err e;
+
+    pread_all(path, raw, sizeof raw, 4096);
+    assert_int_equal(clr_md_sb_decode(raw, sizeof raw, 0, &sb, &e), 0);
+    pread_all(path, braw, sizeof braw, (sb.super_offset + (uint64_t)(int64_t)sb.bitmap_offset) * 512);
+    assert_int_equal(clr_bitmap_sb_decode(braw, sizeof braw, sb.set_uuid, &b, &e), 0);
+    *nbytes = (clr_bitmap_bits(b.sync_size, b.chunksize) + 7) / 8;
+    return clr_bitmap_slot_offset(&sb, &b, slot) + CLR_BITMAP_SB_BYTES;
+}
+
+static uint16_t disk_role(const char *path, unsigned dev)
+{
+    uint8_t raw[CLR_MD_SB_AREA_BYTES];
+    struct clr_md_sb sb;
+    struct clr_err e;
+
+    pread_all(path, raw, sizeof raw, 4096);
+    assert_int_equal(clr_md_sb_decode(raw, sizeof raw, 0, &sb, &e), 0);
+    return sb.dev_roles[dev];
+}
+
+/* ---- a takeover reads the union of the dead node's bits on all members ---- */
+
+static void test_takeover_partial_bitmap(void **s)
+{
+    struct clr_array *a, *b;
+    uint8_t *buf = aligned_alloc(4096, 1 << 20), *junk = malloc(1 << 20), *zero;
+    uint64_t size, off, nb;
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    size = clr_array_size(a);
+    memset(buf, 0x41, 1 << 20);
+    assert_int_equal(clr_array_pwrite(a, buf, 1 << 20, 3ull << 20, 0), 0);
+    /* its bitmap write reached only the second member; a torn write left
+     * the second copy different */
+    off = slot_bits_off(t.path[0], 0, &nb);
+    zero = calloc(1, nb);
+    pwrite_all(t.path[0], zero, nb, off);
+    memset(junk, 0xee, 1 << 20);
+    pwrite_all(t.path[1], junk, 1 << 20, t.data_offset * 512 + (3ull << 20));
+    assert_int_equal(clr_array_crash(a), 0);
+    clr_array_free(a);
+    WAIT_FOR(st_int(b, "cluster.recovered_slots") == 1, 10000);
+    assert_true(st_int(b, "cluster.last_takeover.dirty_chunks") > 0);
+    wait_idle(b);
+    assert_int_equal(check_mismatches(b), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    assert_copies_equal(&t, size);
+    clr_array_free(b);
+    free(zero);
+    free(buf);
+    free(junk);
+    rmfiles(&t);
+}
+
+/* ---- write-behind: a device another node failed is still written here ---- */
+
+static void test_write_behind(void **s)
+{
+    struct clr_array *a, *b;
+    uint8_t *buf = aligned_alloc(4096, 65536), *rd = aligned_alloc(4096, 65536), *raw = malloc(65536);
+    struct clr_err e = { "" };
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    /* only a's path to d1 breaks */
+    assert_int_equal(clr_io_fault_fail_range(clr_array_member_io(a, t.path[1]), CLR_IO_FAULT_WRITE, 0, 0, EIO), 0);
+    memset(buf, 0x5a, 65536);
+    assert_int_equal(clr_array_pwrite(a, buf, 65536, 1 << 20, 0), 0);
+    assert_true(dev_is(b, t.path[1], "faulty"));
+    assert_int_equal(disk_role(t.path[0], 1), CLR_MD_ROLE_FAULTY);
+    {
+        json_object *o = clr_array_status_json(b), *x = json_object_array_get_idx(jget(o, "devices"), 1);
+        json_object *oa = clr_array_status_json(a), *xa = json_object_array_get_idx(jget(oa, "devices"), 1);
+
+        assert_non_null(jget(x, "write_behind"));
+        assert_null(jget(xa, "write_behind"));
+        json_object_put(o);
+        json_object_put(oa);
+    }
+    /* b keeps d1 current (best effort) ... */
+    memset(buf, 0x6b, 65536);
+    assert_int_equal(clr_array_pwrite(b, buf, 65536, 2 << 20, 0), 0);
+    pread_all(t.path[1], raw, 65536, t.data_offset * 512 + (2 << 20));
+    assert_memory_equal(buf, raw, 65536);
+    /* ... but never reads it */
+    memset(raw, 0xee, 65536);
+    pwrite_all(t.path[1], raw, 65536, t.data_offset * 512 + (2 << 20));
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(clr_array_pread(b, rd, 65536, 2 << 20), 0);
+        assert_memory_equal(buf, rd, 65536);
+    }
+    /* a, which saw the failure, does not write it */
+    memset(buf, 0x7c, 65536);
+    pwrite_all(t.path[1], raw, 65536, t.data_offset * 512 + (4 << 20));
+    assert_int_equal(clr_array_pwrite(a, buf, 65536, 4 << 20, 0), 0);
+    pread_all(t.path[1], rd, 65536, t.data_offset * 512 + (4 << 20));
+    assert_memory_equal(raw, rd, 65536);
+    /* removed: b stops too */
+    if (clr_array_remove_device(a, t.path[1], &e) != 0)
+        fail_msg("remove: %s", e.msg);
+    assert_true(dev_is(b, t.path[1], "removed"));
+    memset(buf, 0x8d, 65536);
+    assert_int_equal(clr_array_pwrite(b, buf, 65536, 4 << 20, 0), 0);
+    pread_all(t.path[1], rd, 65536, t.data_offset * 512 + (4 << 20));
+    assert_memory_equal(raw, rd, 65536);
+    assert_int_equal(clr_array_stop(a), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    clr_array_free(a);
+    clr_array_free(b);
+    free(buf);
+    free(rd);
+    free(raw);
+    rmfiles(&t);
+}
+
+/* ---- a failure the cluster was not told of is never acked ---- */
+
+static void test_unannounced_failure_not_acked(void **s)
+{
+    struct clr_array *a, *b;
+    struct bg_write w = { 0 };
+    uint8_t *buf = aligned_alloc(4096, 65536);
+    struct clr_err e = { "" };
+    pthread_t th;
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    /* b cannot re-read any superblock: it refuses METADATA_UPDATED */
+    for (unsigned i = 0; i < 2; i++)
+        assert_int_equal(clr_io_fault_fail_range(clr_array_member_io(b, t.path[i]), CLR_IO_FAULT_READ, 4096, 4096, EIO), 0);
+    assert_int_equal(clr_io_fault_fail_range(clr_array_member_io(a, t.path[1]), CLR_IO_FAULT_WRITE, 0, 0, EIO), 0);
+    memset(buf, 0x5a, 65536);
+    w.a = a;
+    w.buf = buf;
+    w.off = 1 << 20;
+    pthread_create(&th, NULL, bg_write_main, &w);
+    assert_int_equal(clr_array_wait_frozen(a, 10000, 1), 0);
+    usleep(200000);
+    assert_int_equal(atomic_load(&w.done), 0);
+    assert_int_equal(clr_array_thaw_error(a, &e), 0);
+    WAIT_FOR(atomic_load(&w.done) == 1, 10000);
+    pthread_join(th, NULL);
+    assert_int_equal(w.rc, -EIO);
+    for (unsigned i = 0; i < 2; i++)
+        clr_io_fault_clear(clr_array_member_io(b, t.path[i]));
+    clr_array_stop(a);
+    assert_int_equal(clr_array_stop(b), 0);
+    clr_array_free(a);
+    clr_array_free(b);
+    free(buf);
+    rmfiles(&t);
+}
+
+/* ---- a re-add not taken everywhere is rolled back ---- */
+
+static void test_readd_rollback(void **s)
+{
+    struct clr_array *a, *b;
+    uint8_t *buf = aligned_alloc(4096, 1 << 20);
+    struct clr_err e = { "" };
+    uint64_t off, nb;
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    if (clr_array_fail_device(a, t.path[1], &e) != 0)
+        fail_msg("fail: %s", e.msg);
+    memset(buf, 0x22, 1 << 20);
+    assert_int_equal(clr_array_pwrite(b, buf, 1 << 20, 9 << 20, 0), 0);
+    /* a cannot read b's bitmap slot: gathering the bitmaps fails */
+    off = slot_bits_off(t.path[0], 1, &nb);
+    assert_int_equal(clr_io_fault_fail_range(clr_array_member_io(a, t.path[0]), CLR_IO_FAULT_READ, off - 256, 4096, EIO), 0);
+    assert_int_not_equal(clr_array_readd_device(a, t.path[1], &e), 0);
+    assert_non_null(strstr(e.msg, "rolled back"));
+    assert_true(dev_is(a, t.path[1], "faulty"));
+    WAIT_FOR(dev_is(b, t.path[1], "faulty"), 5000);
+    assert_int_equal(disk_role(t.path[0], 1), CLR_MD_ROLE_FAULTY);
+    /* the fault gone, the re-add works */
+    clr_io_fault_clear(clr_array_member_io(a, t.path[0]));
+    if (clr_array_readd_device(a, t.path[1], &e) != 0)
+        fail_msg("re-add: %s", e.msg);
+    wait_idle(a);
+    WAIT_FOR(dev_is(a, t.path[1], "in_sync"), 10000);
+    WAIT_FOR(dev_is(b, t.path[1], "in_sync"), 10000);
+    assert_int_equal(check_mismatches(b), 0);
+    assert_int_equal(clr_array_stop(a), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    assert_copies_equal(&t, clr_array_size(a));
+    clr_array_free(a);
+    clr_array_free(b);
+    free(buf);
+    rmfiles(&t);
+}
+
+
+/* ---- the node rebuilding a spare dies: a survivor resumes the rebuild ---- */
+
+static void test_rebuild_resumes(void **s)
+{
+    struct clr_array *a, *b;
+    uint8_t *buf = aligned_alloc(4096, 1 << 20);
+    struct clr_err e = { "" };
+    char spare[400];
+    uint64_t size;
+    struct tarr t;
+    int fd;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 64ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    size = clr_array_size(a);
+    for (unsigned i = 0; i < 8; i++) {
+        memset(buf, 0x30 + (int)i, 1 << 20);
+        assert_int_equal(clr_array_pwrite(b, buf, 1 << 20, (uint64_t)i * 7 << 20, 0), 0);
+    }
+    if (clr_array_fail_device(a, t.path[1], &e) != 0 || clr_array_remove_device(a, t.path[1], &e) != 0)
+        fail_msg("fail/remove: %s", e.msg);
+    snprintf(spare, sizeof spare, "%s/d5", t.dir);
+    fd = open(spare, O_RDWR | O_CREAT, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)t.dev_bytes), 0);
+    close(fd);
+    clr_array_set_sync_speed(a, 1000, 4000);     /* slow: it dies half way */
+    if (clr_array_add_device(a, spare, &e) != 0)
+        fail_msg("add: %s", e.msg);
+    WAIT_FOR(dev_is(b, spare, "rebuilding"), 5000);
+    usleep(700000);
+    assert_int_equal(clr_array_crash(a), 0);
+    clr_array_free(a);
+    WAIT_FOR(dev_is(b, spare, "in_sync"), 60000);
+    wait_idle(b);
+    assert_int_equal(check_mismatches(b), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    assert_files_equal(t.path[0], spare, t.data_offset, size);
+    clr_array_free(b);
+    free(buf);
+    rmfiles(&t);
+}
+
+
+/* ---- no write is acked before the others stopped reading a failed leg ---- */
+
+static void test_ack_waits_for_announcement(void **s)
+{
+    struct clr_array *a, *b;
+    struct bg_write x = { 0 }, y = { 0 };
+    uint8_t *bx = aligned_alloc(4096, 65536), *by = aligned_alloc(4096, 65536), *rd = aligned_alloc(4096, 65536);
+    pthread_t tx, ty;
+    struct timespec t0, t1;
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    memset(bx, 0x11, 65536);
+    memset(by, 0x22, 65536);
+    /* warm the bitmap: no flush in the timed writes */
+    assert_int_equal(clr_array_pwrite(a, bx, 65536, 1 << 20, 0), 0);
+    assert_int_equal(clr_array_pwrite(a, by, 65536, 3 << 20, 0), 0);
+    /* b is slow to process METADATA_UPDATED (its superblock reads) */
+    clr_io_fault_delay(clr_array_member_io(b, t.path[0]), 800);
+    clr_io_fault_delay(clr_array_member_io(b, t.path[1]), 800);
+    assert_int_equal(clr_io_fault_fail_range(clr_array_member_io(a, t.path[1]), CLR_IO_FAULT_WRITE, 0, 0, EIO), 0);
+    x = (struct bg_write){ .a = a, .buf = bx, .off = 1 << 20 };
+    pthread_create(&tx, NULL, bg_write_main, &x);
+    WAIT_FOR(dev_is(a, t.path[1], "faulty"), 5000);
+    /* Y is issued after the failure, without a leg to d1: still not acked
+     * before b stopped reading d1 */
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    y = (struct bg_write){ .a = a, .buf = by, .off = 3 << 20 };
+    pthread_create(&ty, NULL, bg_write_main, &y);
+    pthread_join(ty, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_int_equal(y.rc, 0);
+    assert_true(dev_is(b, t.path[1], "faulty"));
+    pthread_join(tx, NULL);
+    assert_int_equal(x.rc, 0);
+    assert_true((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 >= 200);
+    clr_io_fault_delay(clr_array_member_io(b, t.path[0]), 0);
+    clr_io_fault_delay(clr_array_member_io(b, t.path[1]), 0);
+    assert_int_equal(clr_array_pread(b, rd, 65536, 3 << 20), 0);
+    assert_memory_equal(by, rd, 65536);
+    assert_int_equal(clr_array_stop(a), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    clr_array_free(a);
+    clr_array_free(b);
+    free(bx);
+    free(by);
+    free(rd);
+    rmfiles(&t);
+}
+
+
+/* ---- re-add while another node writes without a pause ---- */
+
+struct loader {
+    struct clr_array *a;
+    unsigned id;
+    atomic_int *stop;
+    uint64_t n;
+    int rc;
+};
+
+static void *loader_main(void *arg)
+{
+    struct loader *l = arg;
+    uint8_t *buf = aligned_alloc(4096, 65536);
+    uint64_t size = clr_array_size(l->a);
+
+    while (!atomic_load(l->stop) && l->rc == 0) {
+        uint64_t off = ((l->n * 13 + l->id * 5) % (size / 65536)) * 65536;
+
+        memset(buf, (int)(l->id * 16 + (l->n & 15)), 65536);
+        l->rc = clr_array_pwrite(l->a, buf, 65536, off, 0);
+        l->n++;
+    }
+    free(buf);
+    return NULL;
+}
+
+static void test_readd_under_load(void **s)
+{
+    struct clr_array *a, *b;
+    struct loader ld[4];
+    pthread_t th[4];
+    atomic_int stop = 0;
+    struct clr_err e = { "" };
+    struct timespec t0, t1;
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    if (clr_array_fail_device(a, t.path[1], &e) != 0 || clr_array_remove_device(a, t.path[1], &e) != 0)
+        fail_msg("fail/remove: %s", e.msg);
+    for (unsigned i = 0; i < 4; i++) {
+        ld[i] = (struct loader){ .a = b, .id = i, .stop = &stop };
+        pthread_create(&th[i], NULL, loader_main, &ld[i]);
+    }
+    usleep(200000);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (clr_array_readd_device(a, t.path[1], &e) != 0)
+        fail_msg("re-add: %s", e.msg);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    usleep(300000);
+    atomic_store(&stop, 1);
+    for (unsigned i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(ld[i].rc, 0);
+    }
+    /* the receiver's drain waited for the writes in flight, not for a gap */
+    assert_true((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 < 10000);
+    wait_idle(a);
+    WAIT_FOR(dev_is(a, t.path[1], "in_sync"), 20000);
+    WAIT_FOR(dev_is(b, t.path[1], "in_sync"), 10000);
+    wait_idle(a);
+    wait_idle(b);
+    assert_int_equal(check_mismatches(b), 0);
+    assert_int_equal(clr_array_stop(a), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    assert_copies_equal(&t, clr_array_size(a));
+    clr_array_free(a);
+    clr_array_free(b);
+    rmfiles(&t);
+}
+
+
+/* ---- a node restarting while a survivor takes its old slot over ---- */
+
+static bool slot_has_bits(const char *path, unsigned slot)
+{
+    uint64_t nb, off = slot_bits_off(path, slot, &nb);
+    uint8_t *bits = malloc(nb);
+    bool any = false;
+
+    pread_all(path, bits, nb, off);
+    for (uint64_t i = 0; i < nb && !any; i++)
+        any = bits[i] != 0;
+    free(bits);
+    return any;
+}
+
+static void test_rejoin_during_takeover(void **s)
+{
+    struct clr_array *a, *b;
+    uint8_t *buf = aligned_alloc(4096, 1 << 20);
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    memset(buf, 0x51, 1 << 20);
+    assert_int_equal(clr_array_pwrite(a, buf, 1 << 20, 3 << 20, 0), 0);
+    assert_true(slot_has_bits(t.path[0], 0));
+    /* b's takeover is slow: a restarts, loads its bits, and its join waits
+     * for the slot lock while b merges them and clears the slot */
+    clr_io_fault_delay(clr_array_member_io(b, t.path[0]), 500);
+    clr_io_fault_delay(clr_array_member_io(b, t.path[1]), 500);
+    assert_int_equal(clr_array_crash(a), 0);
+    clr_array_free(a);
+    usleep(150000);     /* b holds slot 0's lock, reading its bits */
+    a = start_node(&t, 0);
+    assert_int_equal(st_int(a, "cluster.slot"), 0);
+    assert_int_equal(st_int(b, "cluster.recovered_slots"), 1);
+    clr_io_fault_delay(clr_array_member_io(b, t.path[0]), 0);
+    clr_io_fault_delay(clr_array_member_io(b, t.path[1]), 0);
+    /* what a holds in memory is on disk again */
+    assert_true(st_int(a, "bitmap.dirty_chunks") > 0);
+    assert_true(slot_has_bits(t.path[0], 0));
+    assert_true(slot_has_bits(t.path[1], 0));
+    wait_idle(a);
+    wait_idle(b);
+    assert_int_equal(check_mismatches(b), 0);
+    assert_int_equal(clr_array_stop(a), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    clr_array_free(a);
+    clr_array_free(b);
+    free(buf);
+    rmfiles(&t);
+}
+
 /* ---- refusals: what md refuses clustered, and plain local ---- */
 
 static void test_refusals(void **s)
@@ -739,6 +1204,14 @@ int main(void)
         cmocka_unit_test(test_window_holds_write),
         cmocka_unit_test(test_fail_remove_readd),
         cmocka_unit_test(test_add_spare),
+        cmocka_unit_test(test_takeover_partial_bitmap),
+        cmocka_unit_test(test_write_behind),
+        cmocka_unit_test(test_unannounced_failure_not_acked),
+        cmocka_unit_test(test_readd_rollback),
+        cmocka_unit_test(test_rebuild_resumes),
+        cmocka_unit_test(test_ack_waits_for_announcement),
+        cmocka_unit_test(test_readd_under_load),
+        cmocka_unit_test(test_rejoin_during_takeover),
     };
 
     srand((unsigned)time(NULL));
