@@ -245,6 +245,8 @@ static void release(struct clr_mdc *m, uint64_t *mask, uint64_t bit)
 	pthread_mutex_unlock(&m->mu);
 }
 
+/* Broadcast; a refusal by any node is an error (-EREMOTEIO) for the
+ * messages whose effect every node must have applied. */
 static int send_msg(struct clr_mdc *m, const struct clr_mdc_msg *msg)
 {
 	unsigned refused = 0;
@@ -257,9 +259,18 @@ static int send_msg(struct clr_mdc *m, const struct clr_mdc_msg *msg)
 	if (r)
 		mlog(m, LOG_ERR, "cluster: broadcast %s failed: %s",
 		     clr_mdc_msg_name(msg->type), strerror(-r));
-	else if (refused)
+	else if (refused) {
 		mlog(m, LOG_WARNING, "cluster: %u node(s) refused %s", refused,
 		     clr_mdc_msg_name(msg->type));
+		switch (msg->type) {
+		case CLR_MDC_TAKEOVER:
+		case CLR_MDC_BITMAP_NEEDS_SYNC:
+		case CLR_MDC_NEWDISK: /* the no-new-dev try-lock gives the answer */
+			break;
+		default:
+			r = -EREMOTEIO;
+		}
+	}
 	return r;
 }
 
@@ -836,10 +847,9 @@ int clr_mdc_receive(struct clr_mdc *m, const struct clr_bcast_msg *raw)
 		m->pending &= ~(1ull << msg.slot);
 		changed_locked(m);
 		pthread_mutex_unlock(&m->mu);
-		/* It may have failed a member before it went down and came back. */
-		if (msg.slot == s && m->h.reload_sb)
-			return m->h.reload_sb(m->h.arg, CLR_MDC_ANY_DEV);
-		return 0;
+		/* A dead node (or a rejoining one's previous incarnation) may have
+		 * failed a member on disk without announcing it. */
+		return m->h.reload_sb ? m->h.reload_sb(m->h.arg, CLR_MDC_ANY_DEV) : 0;
 
 	case CLR_MDC_METADATA_UPDATED:
 		retake_nonewdev(m);

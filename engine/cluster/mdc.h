@@ -102,7 +102,8 @@ struct clr_mdc_host {
 	int (*unlock)(void *arg, const char *res);
 	/**
 	 * Broadcast @m to every other member; returns once all processed it.
-	 * *@refused = members that refused it.
+	 * *@refused = members that refused it.  The core turns a refusal of
+	 * METADATA_UPDATED, RESYNCING, REMOVE or RE_ADD into -EREMOTEIO.
 	 */
 	int (*send)(void *arg, const struct clr_mdc_msg *m, unsigned *refused);
 	/** Read slot @slot's on-disk bits (md order, @nbytes) into @bits. */
@@ -278,7 +279,7 @@ int clr_mdc_resync_end(struct clr_mdc *m, uint64_t dirty_lo, uint64_t dirty_hi);
  * window.  TAKEOVER: the sender's dirty extent grows by [lo, hi); the
  * taken slot leaves our takeover queue, and (if not the sender's own)
  * its extent and window are dropped; the sender's own slot (a join): its
- * extent becomes [lo, hi), its old window is dropped, reload_sb(ANY).
+ * extent becomes [lo, hi), its old window is dropped; both: reload_sb(ANY).
  * METADATA_UPDATED: re-take no-new-dev CR if dropped, reload_sb().
  * NEWDISK: find_disk(); found -> no-new-dev NL, not found -> back to CR
  * (a NEWDISK whose adder died may have left us at NL).  REMOVE / RE_ADD: the host
