@@ -160,10 +160,27 @@ pass() {
     dirty=$(cl_st "$taker" .cluster.last_takeover.bytes)
     tslot=$(cl_st "$taker" .cluster.last_takeover.slot)
     tchunks=$(cl_st "$taker" .cluster.last_takeover.dirty_chunks)
+    # Exact times from the engines' own wall-clock stamps (same host clock
+    # as t_kill): takeover done on the taker, read balancing back on the
+    # last survivor, resync ended on the taker.
+    local x_take x_rb x_sync x_rec k rbk
+    x_take=$(( $(cl_st "$taker" .cluster.last_takeover.at_ms) - t_kill ))
+    x_sync=$(( $(cl_st "$taker" .last_resync.ended_ms) - t_kill ))
+    x_rb=0; x_rec=""
+    for k in "${survivors[@]}"; do
+        rbk=$(cl_st "$k" .cluster.read_balancing_restored_ms)
+        [ "$rbk" != null ] || fail "member $k: read_balancing_restored_ms is null after the recovery"
+        [ $((rbk - t_kill)) -gt "$x_rb" ] && x_rb=$((rbk - t_kill))
+        x_rec="$x_rec m$k:$(( $(cl_st "$k" .cluster.recovery_started_ms) - t_kill ))"
+    done
+    if [ "$x_take" -lt 0 ] || [ "$x_rb" -lt 0 ] || [ "$x_sync" -lt "$x_take" ]; then
+        fail "engine timestamps out of order: takeover $x_take, balancing $x_rb, resync end $x_sync ms after the kill"
+    fi
     echo "kill -> survivors see 2 members: $d_seen"
-    echo "kill -> takeover: $d_take (member $taker took slot $tslot)"
-    echo "kill -> read balancing restored: $d_rb (read_balancing seen false by a poll: $rb_false)"
-    echo "kill -> resync done: $d_sync"
+    echo "kill -> recovery started (engine stamps, ms):$x_rec"
+    echo "kill -> takeover: ${x_take} ms (engine stamp; polls: $d_take) (member $taker took slot $tslot)"
+    echo "kill -> read balancing restored on both survivors: ${x_rb} ms (engine stamps; polls: $d_rb; read_balancing seen false by a poll: $rb_false)"
+    echo "kill -> resync done: ${x_sync} ms (engine stamp; polls: $d_sync)"
     echo "taker resynced $resynced bytes; the taken bitmap had $tchunks dirty chunks = $dirty bytes"
     [ "$dirty" -gt 0 ] || fail "the victim died mid-write but its bitmap had no dirty chunk"
     [ "$resynced" -gt 0 ] || fail "nothing resynced after the takeover"
@@ -231,7 +248,7 @@ pass() {
     [ "$(cat "$TESTDIR/sum.v")" = "${sums[s]}" ] || fail "the rejoined member reads other data"
     echo "ok: the rejoined member reads the same data"
     for k in 1 2 3; do cl_stop "$k"; done
-    SUMMARY+=("raid$level/$ndev: kill->takeover $d_take, ->read balancing $d_rb, ->resync done $d_sync; resynced $resynced B of $dirty B dirty ($tchunks chunks); check 0 mismatches; rejoined")
+    SUMMARY+=("raid$level/$ndev: kill->takeover ${x_take} ms, ->read balancing ${x_rb} ms, ->resync done ${x_sync} ms (engine stamps); resynced $resynced B of $dirty B dirty ($tchunks chunks); check 0 mismatches; rejoined")
 }
 
 for p in ${CLUSTER_PASSES:-1:2:2}; do
