@@ -2,6 +2,10 @@
 # pcs recipe: a clraid array with the DLM lock backend (ocf:pacemaker:controld), a GFS2
 # file system clone on top, fencing, on every node of the cluster.
 #
+# NOTE: in this release the engine refuses lock=dlm for shared arrays (it
+# cannot yet map a failed node to its bitmap slot for the takeover); use
+# pcs-clraid-cpg.sh.  This recipe stays for the layout it shows.
+#
 #   usage: pcs-clraid-dlm.sh CIB_FILE
 #
 # Works on a CIB file (pcs -f), so it can be reviewed before it is pushed:

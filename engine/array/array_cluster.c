@@ -1156,6 +1156,13 @@ int clr_arr_cl_check_config(const struct clr_array *a, struct clr_err *e)
 {
     if (!a->cluster)
         return 0;
+    /* The dlm backend cannot tell which bitmap slot a failed node held
+     * (libdlm exports no DLM slots, lock_dlm.c ranks CPG members instead),
+     * so a dead node's dirty regions would never be taken over and read
+     * balancing would come back over them. */
+    if (strcmp(a->lock_backend, "dlm") == 0)
+        return clr_err_set(e, -EOPNOTSUPP, "'%s': --lock dlm cannot yet map a failed node to its bitmap slot, so it cannot take over and resync what that node left dirty; use --lock cpg",
+                           a->name);
     if (a->g.pers->has_parity)
         return clr_err_set(e, -EOPNOTSUPP, "'%s' is %s: clustered RAID5/6 needs the stripe-lock protocol, not in this release; start it with --lock local on one node",
                            a->name, a->g.pers->name);
