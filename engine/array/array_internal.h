@@ -151,6 +151,10 @@ struct clr_array {
     struct clr_bmc bmc;
     uint64_t bm_want_gen, bm_done_gen;
     uint64_t bm_ok_gen;             /* last flush an in-sync member took */
+    /* flush generation that carries the latest clean -> dirty change: a
+     * write onto a chunk already dirty in memory still waits for it (the
+     * bit may be on its way to disk for another writer) */
+    uint64_t bm_set_gen;
     bool bm_flushing;
     uint8_t *bm_buf;
     pthread_t bm_thread;

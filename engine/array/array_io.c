@@ -963,6 +963,31 @@ int clr_array_pread(struct clr_array *a, void *buf, uint32_t count, uint64_t off
     return rc;
 }
 
+/* Takes the range [ss, ss+sn) for a client write.  Cluster: the write is
+ * in flight from then on (a remote drain waits for it); one that falls
+ * into a remote resync window backs off until the window moves.
+ * @return 0 with the range held, -ESHUTDOWN (not held) when stopping. */
+static int admit(struct clr_array *a, struct arr_range *r, uint64_t ss, uint64_t sn)
+{
+    clr_arr_rl_lock(&a->rl, r, ss, sn);
+    while (a->cl) {
+        uint64_t g = clr_arr_cl_gen(a);
+        bool stop;
+
+        if (!clr_arr_cl_write_blocked(a, ss, ss + sn))
+            break;
+        clr_arr_rl_unlock(&a->rl, r);
+        clr_arr_cl_wait(a, g, 100);
+        pthread_mutex_lock(&a->lock);
+        stop = a->stopping;
+        pthread_mutex_unlock(&a->lock);
+        if (stop)
+            return -ESHUTDOWN;
+        clr_arr_rl_lock(&a->rl, r, ss, sn);
+    }
+    return 0;
+}
+
 /* The write under the range lock and the bitmap, retried across a freeze. */
 static int locked_write(struct clr_array *a, const void *buf, uint64_t count, uint64_t offset,
                         unsigned ioflags)
@@ -978,25 +1003,9 @@ static int locked_write(struct clr_array *a, const void *buf, uint64_t count, ui
 
     a->ops->sync_range(a, ls, n, &ss, &sn);
     clr_arr_defer_begin(a);
-    clr_arr_rl_lock(&a->rl, &r, ss, sn);
-    /* cluster: in flight now (a remote drain waits for us); a write into
-     * a remote resync window backs off until the window moves */
-    while (a->cl) {
-        uint64_t g = clr_arr_cl_gen(a);
-        bool stop;
-
-        if (!clr_arr_cl_write_blocked(a, ss, ss + sn))
-            break;
-        clr_arr_rl_unlock(&a->rl, &r);
-        clr_arr_cl_wait(a, g, 100);
-        pthread_mutex_lock(&a->lock);
-        stop = a->stopping;
-        pthread_mutex_unlock(&a->lock);
-        if (stop) {
-            clr_arr_defer_end(a);   /* nothing failed yet: nothing deferred */
-            return -ESHUTDOWN;
-        }
-        clr_arr_rl_lock(&a->rl, &r, ss, sn);
+    if (admit(a, &r, ss, sn)) {
+        clr_arr_defer_end(a);   /* nothing failed yet: nothing deferred */
+        return -ESHUTDOWN;
     }
     if (buf && (s != offset || e != offset + count || !aligned_ptr(buf))) {
         rc = clr_io_alloc((void **)&b, e - s);
@@ -1013,7 +1022,22 @@ static int locked_write(struct clr_array *a, const void *buf, uint64_t count, ui
         memcpy(b + (offset - s), buf, count);
         src = b;
     }
-    rc = clr_arr_bm_start_write(a, ss, sn);
+    while ((rc = clr_arr_bm_start_write(a, ss, sn)) == -EAGAIN) {
+        /* the bit reached no member: frozen, wait as a data write would */
+        struct timespec pause = { 0, 10000000 };
+
+        clr_arr_rl_unlock(&a->rl, &r);
+        rc = clr_arr_wait_thaw(a);
+        if (rc == 0)
+            nanosleep(&pause, NULL);    /* never a hot loop on a dead bitmap */
+        if (rc == 0 && admit(a, &r, ss, sn))
+            rc = -ESHUTDOWN;
+        if (rc) {
+            clr_arr_defer_end(a);
+            clr_io_free(b);
+            return rc;
+        }
+    }
     if (rc)
         goto out;
     for (;;) {
@@ -1024,9 +1048,19 @@ static int locked_write(struct clr_array *a, const void *buf, uint64_t count, ui
         clr_arr_wr_exit(a, ep);
         if (rc != -EAGAIN)
             break;
+        /* Frozen: wait for the thaw without holding the range, or another
+         * node's RESYNCING over it would hang in our drain (and with it
+         * every broadcast in the cluster).  Our bitmap count stays. */
+        clr_arr_rl_unlock(&a->rl, &r);
         rc = clr_arr_wait_thaw(a);
-        if (rc)
-            break;
+        if (rc == 0 && admit(a, &r, ss, sn))
+            rc = -ESHUTDOWN;
+        if (rc) {
+            clr_arr_bm_end_write(a, ss, sn, false);
+            clr_arr_defer_end(a);
+            clr_io_free(b);
+            return rc;
+        }
     }
     clr_arr_bm_end_write(a, ss, sn, rc == 0 && whole);
 out:

@@ -642,10 +642,25 @@ int clr_arr_bm_start_write(struct clr_array *a, uint64_t ss, uint64_t sn)
         nanosleep(&ts, NULL);
         pthread_mutex_lock(&a->bm_lock);
     }
-    if (rc > 0)
-        bm_flush_to_locked(a, ++a->bm_want_gen);
+    if (rc < 0) {
+        pthread_mutex_unlock(&a->bm_lock);
+        return rc;
+    }
+    /* Bits this write needs are on disk once the flush that carries the
+     * latest clean -> dirty change is done, whether we made the change or
+     * a concurrent writer did (its flush may still be in progress).  In
+     * steady state that flush is long done: no wait, no I/O. */
+    if (rc > 0 || (a->bm_ok_gen < a->bm_set_gen && a->bm_done_gen >= a->bm_set_gen))
+        a->bm_set_gen = ++a->bm_want_gen;   /* new bits, or the last try failed */
+    if (bm_flush_to_locked(a, a->bm_set_gen) != 0) {
+        /* no in-sync member holds the bit: the data must not go out (the
+         * caller waits for a thaw, as for a write to the last device) */
+        clr_bmc_end_write(&a->bmc, ss, sn, false);
+        pthread_mutex_unlock(&a->bm_lock);
+        return -EAGAIN;
+    }
     pthread_mutex_unlock(&a->bm_lock);
-    return rc < 0 ? rc : 0;
+    return 0;
 }
 
 void clr_arr_bm_end_write(struct clr_array *a, uint64_t ss, uint64_t sn, bool ok)
