@@ -27,7 +27,8 @@
 #define RES_NONEWDEV "no-new-dev"
 
 /* Claim bits for named resources (slot bitmaps use slot_claims). */
-enum { C_RESYNC = 1u << 0, C_META = 1u << 1, C_NONEWDEV = 1u << 2 };
+enum { C_RESYNC = 1u << 0, C_META = 1u << 1, C_NONEWDEV = 1u << 2,
+       C_EXTENT = 1u << 3 /* announcing our dirty extent */ };
 
 #define CLAIM_POLL_MS 2
 #define TAKEOVER_POLL_MS 50
@@ -432,7 +433,7 @@ int clr_mdc_join(struct clr_mdc *m)
 		 * a message from it arrived meanwhile (it is newer: an owner
 		 * publishes its LVB before it broadcasts). */
 		pthread_mutex_lock(&m->mu);
-		seq0 = m->rx_seq[j];
+		seq0 = m->rx_seq[j] + m->about_seq[j];
 		pthread_mutex_unlock(&m->mu);
 		memset(lvb, 0, sizeof(lvb));
 		r = m->h.lock(m->h.arg, res, CLR_LOCK_CR, CLR_LOCK_F_VALBLK, lvb);
@@ -441,7 +442,7 @@ int clr_mdc_join(struct clr_mdc *m)
 		m->h.unlock(m->h.arg, res);
 		clr_mdc_lvb_decode(&v, lvb);
 		pthread_mutex_lock(&m->mu);
-		if (m->rx_seq[j] != seq0) {
+		if (m->rx_seq[j] + m->about_seq[j] != seq0) {
 			pthread_mutex_unlock(&m->mu);
 			continue;
 		}
@@ -587,9 +588,20 @@ static int take_slot(struct clr_mdc *m, unsigned s, uint8_t *bits)
 		release(m, &m->slot_claims, 1ull << s);
 		return r; /* -EAGAIN: owner not gone yet, or another node holds it */
 	}
-	r = merge_slot(m, s, bits, &cnt, &lo, &hi);
+	/* The departed owner's window and extent must not be read as a live
+	 * owner's by a joiner that finds the lock busy (with us). */
+	memset(lvb, 0, sizeof(lvb));
+	r = m->h.lock(m->h.arg, res, CLR_LOCK_PW, CLR_LOCK_F_VALBLK, lvb);
 	if (r)
 		goto out;
+	r = claim(m, &m->claims, C_EXTENT);
+	if (r)
+		goto out;
+	r = merge_slot(m, s, bits, &cnt, &lo, &hi);
+	if (r) {
+		release(m, &m->claims, C_EXTENT);
+		goto out;
+	}
 	if (cnt) {
 		struct clr_mdc_msg msg = { .type = CLR_MDC_TAKEOVER, .lo = lo, .hi = hi,
 					   .slot = s };
@@ -608,6 +620,12 @@ static int take_slot(struct clr_mdc *m, unsigned s, uint8_t *bits)
 		mlog(m, LOG_NOTICE,
 		     "cluster: took over slot %u: %" PRIu64 " dirty chunk(s) in sectors [%" PRIu64
 		     ", %" PRIu64 ")", s, cnt, lo, hi);
+		/* Announce everything we still need, as it is now (our own
+		 * resync may already have done some of it). */
+		if (m->h.needed_extent && !m->h.needed_extent(m->h.arg, &lo, &hi)) {
+			msg.lo = lo;
+			msg.hi = hi;
+		}
 		publish(m);
 		/* Failure to announce is safe too: the others keep polling the
 		 * slot, get its lock after us and find it clean. */
@@ -615,6 +633,7 @@ static int take_slot(struct clr_mdc *m, unsigned s, uint8_t *bits)
 		if (m->h.want_resync)
 			m->h.want_resync(m->h.arg);
 	}
+	release(m, &m->claims, C_EXTENT);
 	pthread_mutex_lock(&m->mu);
 	slot_done_locked(m, s);
 	pthread_mutex_unlock(&m->mu);
@@ -698,30 +717,54 @@ int clr_mdc_resync_window(struct clr_mdc *m, uint64_t lo, uint64_t hi, uint64_t 
 		pthread_mutex_unlock(&m->mu);
 		return 0;
 	}
+	pthread_mutex_unlock(&m->mu);
 	nhi = lo + m->c.window_sectors;
 	if (nhi > end)
 		nhi = end;
 	if (nhi < hi)
 		nhi = hi;
-	m->my_win_lo = nlo;
-	m->my_win_hi = nhi;
-	m->my_dirty_lo = dirty_lo;
-	pthread_mutex_unlock(&m->mu);
-	r = publish(m);
+	r = claim(m, &m->claims, C_EXTENT);
 	if (r)
 		return r;
-	msg.lo = nlo;
-	msg.hi = nhi;
-	msg.dirty_lo = dirty_lo;
-	/* Every node has drained its writes in the window once this returns. */
-	return send_msg(m, &msg);
+	{
+		uint64_t qlo, qhi;
+
+		if (m->h.needed_extent && !m->h.needed_extent(m->h.arg, &qlo, &qhi))
+			dirty_lo = ext_empty(qlo, qhi) ? UINT64_MAX : qlo;
+	}
+	pthread_mutex_lock(&m->mu);
+	m->my_win_lo = nlo;
+	m->my_win_hi = nhi;
+	if (dirty_lo != UINT64_MAX)
+		m->my_dirty_lo = dirty_lo;
+	pthread_mutex_unlock(&m->mu);
+	r = publish(m);
+	if (!r) {
+		msg.lo = nlo;
+		msg.hi = nhi;
+		msg.dirty_lo = dirty_lo;
+		/* Every node has drained its writes in the window once this
+		 * returns. */
+		r = send_msg(m, &msg);
+	}
+	release(m, &m->claims, C_EXTENT);
+	return r;
 }
 
 int clr_mdc_resync_end(struct clr_mdc *m, uint64_t dirty_lo, uint64_t dirty_hi)
 {
 	struct clr_mdc_msg msg = { .type = CLR_MDC_RESYNCING };
-	int r, r2;
+	int r, r2, cr;
 
+	cr = claim(m, &m->claims, C_EXTENT);
+	if (!cr && m->h.needed_extent) {
+		uint64_t qlo, qhi;
+
+		if (!m->h.needed_extent(m->h.arg, &qlo, &qhi)) {
+			dirty_lo = qlo;
+			dirty_hi = qhi;
+		}
+	}
 	pthread_mutex_lock(&m->mu);
 	m->my_win_lo = m->my_win_hi = 0;
 	if (ext_empty(dirty_lo, dirty_hi))
@@ -734,6 +777,8 @@ int clr_mdc_resync_end(struct clr_mdc *m, uint64_t dirty_lo, uint64_t dirty_hi)
 	r2 = send_msg(m, &msg);
 	if (!r)
 		r = r2;
+	if (!cr)
+		release(m, &m->claims, C_EXTENT);
 	r2 = m->h.lock(m->h.arg, RES_RESYNC, CLR_LOCK_NL, 0, NULL);
 	if (!r)
 		r = r2;
@@ -832,6 +877,7 @@ int clr_mdc_receive(struct clr_mdc *m, const struct clr_bcast_msg *raw)
 		}
 		pthread_mutex_lock(&m->mu);
 		if (msg.slot != s) {
+			m->about_seq[msg.slot]++;
 			slot_done_locked(m, msg.slot);
 			ext_union(&m->dirty_lo[s], &m->dirty_hi[s], msg.lo, msg.hi);
 		} else {

@@ -119,6 +119,15 @@ struct clr_mdc_host {
 	/** Wake the local sync thread: NEEDED chunks wait for a resync. */
 	void (*want_resync)(void *arg);
 	/**
+	 * Optional: the extent [*lo, *hi) of this node's NEEDED chunks right
+	 * now (0, 0: none).  With it, every extent this node announces
+	 * (TAKEOVER, RESYNCING) is taken at the moment it is sent, under one
+	 * local claim, so a takeover's merge and a resync pass ending at the
+	 * same time cannot leave the others with a wrong extent; the dirty_lo
+	 * / dirty_hi the resync calls pass are then only a fallback.
+	 */
+	int (*needed_extent)(void *arg, uint64_t *lo, uint64_t *hi);
+	/**
 	 * Wait a little (engine: up to @ms or until changed(); sim: a few
 	 * scheduler steps) before polling again.  -ESHUTDOWN: stopping.
 	 */
@@ -194,6 +203,7 @@ struct clr_mdc {
 	/* counters */
 	uint64_t msgs_sent, msgs_received;
 	uint64_t rx_seq[CLR_MDC_MAX_SLOTS]; /* messages received per sender */
+	uint64_t about_seq[CLR_MDC_MAX_SLOTS]; /* TAKEOVERs of a slot by others */
 };
 
 /** Set up (no host calls). -EINVAL if slot >= nodes or nodes > 64. */
@@ -210,7 +220,9 @@ void clr_mdc_destroy(struct clr_mdc *m);
  * every other slot j: PW NOQUEUE on bitmap j: granted -> read slot j's
  * bits, merge them into ours (j's bits stay), release; busy -> CR with
  * VALBLK to read j's LVB (window and dirty extent; ignored if a message
- * from j arrived meanwhile: messages are newer), then release.  The host
+ * from j, or a TAKEOVER of j by another node, arrived meanwhile: messages
+ * are newer, and a busy lock may be a survivor's takeover, which zeroes
+ * the LVB first), then release.  The host
  * has loaded our own slot's bits as NEEDED itself (single-node crash
  * recovery) and must write its in-memory bitmap to our slot after join (a
  * survivor may have cleared bits it loaded before).  Join always ends
@@ -242,7 +254,9 @@ bool clr_mdc_recovery_pending(struct clr_mdc *m);
  * bitmap lock, polled with pause() while busy (the dead owner's lock is
  * released once its death is confirmed); a slot leaves the queue when
  * someone else's TAKEOVER for it arrives (another survivor won, or its
- * owner came back).  With the lock: read its bits; if any: merge into ours
+ * owner came back).  With the lock: publish a zero LVB (a joiner must not
+ * take the departed owner's window for a live one); read its bits; if any:
+ * merge into ours
  * (durable), then clear its slot, then broadcast TAKEOVER(slot, lo, hi)
  * and want_resync(); release the lock.  Drops the slot's window and dirty
  * extent, then reload_sb(CLR_MDC_ANY_DEV) (the dead node may have written
