@@ -178,6 +178,7 @@ struct node {
 	int pending[NCHUNK];
 	bool dirty[NCHUNK], ondisk[NCHUNK], needed[NCHUNK];
 	bool held[NCHUNK];  /* merged, NEEDED, not resynced before want_resync */
+	uint32_t needed_gen[NCHUNK]; /* bumped when a merge makes it NEEDED */
 	uint64_t last_write[NCHUNK];
 	int resync_chunk;   /* local range lock held by the resync, -1 */
 	bool want_resync;
@@ -1161,6 +1162,7 @@ static int h_bitmap_merge(void *arg, const uint8_t *bits, size_t nbytes)
 		n->dirty[c] = true;
 		n->needed[c] = true;
 		n->held[c] = !S.o.resync_merged_early;
+		n->needed_gen[c]++;
 		n->ondisk[c] = false;
 		cnt++;
 	}
@@ -1695,6 +1697,7 @@ static void resync_chunk(struct node *n, unsigned c)
 {
 	unsigned b0 = c * CHUNK_BLKS;
 	uint64_t lo = (uint64_t)c * CHUNK_SECT, hi = lo + CHUNK_SECT;
+	uint32_t gen = n->needed_gen[c];
 
 	n->resync_chunk = (int)c;
 	while (local_write_overlaps(n, lo, hi))
@@ -1771,7 +1774,9 @@ static void resync_chunk(struct node *n, unsigned c)
 		break;
 	}
 	S.c.resync_chunks++;
-	n->needed[c] = false;
+	/* merged again while we copied (a takeover): copy it again */
+	if (gen == n->needed_gen[c])
+		n->needed[c] = false;
 	n->resync_chunk = -1;
 	trace("n%d resynced chunk %u", n->idx, c);
 	wake_node(n);
@@ -2806,6 +2811,29 @@ static void final_checks(void)
 			if (S.sb.member[d] && S.sb.rebuilding[d] && !S.sb.faulty[d])
 				fail("(g) dev%d still rebuilding (rebuilder slot %d)", d,
 				     S.sb.rebuilder[d]);
+	}
+	/* (g) once quiet, read balancing is back everywhere: no node keeps
+	 * a window or dirty extent nobody will ever end (the core's fields
+	 * are read here for the message only) */
+	bool quiet = true;
+
+	for (unsigned i = 0; i < S.o.nodes; i++)
+		if (S.n[i].live && S.n[i].joined && next_needed(&S.n[i]) >= 0)
+			quiet = false;
+	for (unsigned i = 0; i < S.o.nodes && quiet && !S.failed; i++) {
+		struct node *n = &S.n[i];
+
+		if (!n->live || !n->joined ||
+		    !clr_mdc_read_first(&n->mdc, 0, (uint64_t)NBLK * BLK_SECT))
+			continue;
+		for (unsigned s = 0; s < S.o.nodes; s++)
+			if (n->mdc.dirty_hi[s] || n->mdc.win_from == (int)s)
+				fail("(g) n%d keeps slot %u's dirty extent [%" PRIu64 ", %" PRIu64
+				     ") / window (from %d) though nothing is NEEDED anywhere:"
+				     " reads stay on the first device", n->idx, s,
+				     n->mdc.dirty_lo[s], n->mdc.dirty_hi[s], n->mdc.win_from);
+		if (!S.failed)
+			fail("(g) n%d reads first-device only at the end", n->idx);
 	}
 	/* (f) all in-sync legs identical */
 	for (unsigned b = 0; b < NBLK && !S.failed; b++) {
