@@ -96,6 +96,8 @@ struct opts {
 	bool wa_lvb_zero;      /* workaround: an LVB not valid reads as 0 */
 	bool wa_join_lvb;      /* workaround: hold j's messages while join
 				* reads j's LVB */
+	bool wa_join_vacated;  /* workaround: join reads a zero LVB for a slot
+				* whose TAKEOVER by another node it processed */
 	bool no_readd;         /* no heal / re-add of failed devices */
 	bool no_newdisk;       /* no NEWDISK of a spare */
 	bool no_leave;         /* no clean leave */
@@ -167,6 +169,8 @@ struct node {
 	bool resyncing, recovering_now;
 	uint64_t dead_slots;/* slots seen dead or left (rebuild adoption) */
 	uint64_t wr_seq;
+	uint64_t vacated;   /* slots taken over by another node since their
+			     * owner last spoke (join-takeover-lvb) */
 	uint64_t bm_epoch;  /* bumped when a device joins the bitmap's writes */
 	struct co *meta_holder; /* our admin sequence holding `metadata` */
 	bool meta_dirty;    /* a failure written under it: announce */
@@ -706,6 +710,15 @@ static int sim_lock(struct node *n, const char *res, int mode, unsigned flags,
 		co_wait(l, l->name);
 	if (l->status == 0 && lvb && (flags & CLR_LOCK_F_VALBLK) && l->has_lvb)
 		memcpy(lvb, l->lvb, CLR_LOCK_LVB_LEN);
+	/* workaround: a joiner reading the LVB of a slot a survivor took
+	 * over (it holds the lock, so join thinks the owner lives): the LVB
+	 * is the departed owner's */
+	if (S.o.wa_join_vacated && l->status == 0 && lvb && !n->joined &&
+	    mode == CLR_LOCK_CR && (flags & CLR_LOCK_F_VALBLK) &&
+	    !strncmp(res, "bitmap", 6) && (n->vacated & (1ull << atoi(res + 6)))) {
+		trace("n%d ignores the LVB of vacated %s", n->idx, res);
+		memset(lvb, 0, CLR_LOCK_LVB_LEN);
+	}
 	return l->status;
 }
 
@@ -764,6 +777,9 @@ static void recv_co(void *arg)
 	      n->idx, clr_mdc_msg_name(ra->raw.type), m.sender, m.lo, m.hi);
 	n->rx_sender = m.sender;
 	n->rx_type = ra->raw.type;
+	n->vacated &= ~(1ull << m.sender);
+	if (ra->raw.type == CLR_MDC_TAKEOVER && m.slot != (unsigned)m.sender)
+		n->vacated |= 1ull << m.slot;
 	r = clr_mdc_receive(&n->mdc, &ra->raw);
 	n->rx_sender = n->rx_type = -1;
 	/* that slot rejoined: alive again (after its TAKEOVER's reload
@@ -2619,8 +2635,15 @@ static void plan_faults(void)
 	if (S.o.no_faults)
 		return;
 	S.safe_dev = (int)rndn(S.o.devices);
-	for (unsigned i = 0; i < ncrash; i++)
-		add_fault(1 + rndn(K), F_CRASH, (int)rndn(S.o.nodes), 0, 0);
+	uint64_t first_crash = 0, first_heal = 0;
+
+	for (unsigned i = 0; i < ncrash; i++) {
+		uint64_t t = 1 + rndn(K);
+
+		add_fault(t, F_CRASH, (int)rndn(S.o.nodes), 0, 0);
+		if (!first_crash || t < first_crash)
+			first_crash = t;
+	}
 	uint64_t last[MAXD] = { 0 };
 
 	if (chance(35) && (d = pick_faultable_dev()) >= 0) {
@@ -2637,8 +2660,12 @@ static void plan_faults(void)
 	/* the path comes back, or the device is replaced keeping its data;
 	 * then some node re-adds it */
 	for (d = 0; d < (int)S.o.devices; d++)
-		if (last[d] && !S.o.no_readd && chance(60))
-			add_fault(last[d] + 50 + rndn(K / 2), F_HEAL, d, 0, 0);
+		if (last[d] && !S.o.no_readd && chance(60)) {
+			uint64_t t = last[d] + 50 + rndn(K / 2);
+
+			add_fault(t, F_HEAL, d, 0, 0);
+			first_heal = t;
+		}
 	if (!S.o.no_readd && S.o.nodes > 1 && chance(15))
 		S.readd_refuser = (int)rndn(S.o.nodes);
 	if (!S.o.no_newdisk && chance(30)) {
@@ -2646,8 +2673,18 @@ static void plan_faults(void)
 		if (S.o.nodes > 1 && chance(40))
 			S.lacks_new = 1u << rndn(S.o.nodes);
 	}
-	if (!S.o.no_leave && S.o.nodes > 1 && chance(30))
-		add_fault(1 + rndn(K), F_LEAVE, (int)rndn(S.o.nodes), 0, 0);
+	if (!S.o.no_leave && S.o.nodes > 1 && chance(30)) {
+		/* often while a takeover's resync or a rebuild runs: a leaver
+		 * with NEEDED chunks */
+		uint64_t t = 1 + rndn(K);
+		unsigned w = (unsigned)rndn(3);
+
+		if (w == 1 && first_crash)
+			t = first_crash + 70 + rndn(150);
+		else if (w == 2 && first_heal)
+			t = first_heal + 100 + rndn(300);
+		add_fault(t, F_LEAVE, (int)rndn(S.o.nodes), 0, 0);
+	}
 	if (chance(30))
 		add_fault(1 + rndn(K), F_SLOW_DEV, (int)rndn(S.o.devices), 0,
 			  50 + rndn(300));
@@ -2961,7 +2998,8 @@ static void usage(void)
 		"           [--no-readd] [--no-newdisk] [--no-leave]\n"
 		"           [--resync-merged-early]\n"
 		"           [--workaround join-announce|reload-after-death|\n"
-		"                         join-lvb-order|lvb-invalid-zero|all]\n"
+		"                         join-lvb-order|lvb-invalid-zero|\n"
+		"                         join-takeover-lvb|all]\n"
 		"           [--replay-check] [--expect-fail] [-v]\n"
 		"bugs:");
 	for (int i = 1; i < BUG_NCOUNT; i++)
@@ -3023,9 +3061,11 @@ int main(int argc, char **argv)
 				o.wa_join_lvb = true;
 			else if (!strcmp(v, "lvb-invalid-zero"))
 				o.wa_lvb_zero = true;
+			else if (!strcmp(v, "join-takeover-lvb"))
+				o.wa_join_vacated = true;
 			else if (!strcmp(v, "all"))
 				o.wa_join_announce = o.wa_reload = o.wa_join_lvb =
-					o.wa_lvb_zero = true;
+					o.wa_lvb_zero = o.wa_join_vacated = true;
 			else
 				usage();
 			i++;
@@ -3081,7 +3121,8 @@ int main(int argc, char **argv)
 		ADDOPT(" --no-write-retry");
 	if (o.no_write_behind)
 		ADDOPT(" --no-write-behind");
-	if (o.wa_join_announce && o.wa_reload && o.wa_join_lvb && o.wa_lvb_zero) {
+	if (o.wa_join_announce && o.wa_reload && o.wa_join_lvb && o.wa_lvb_zero &&
+	    o.wa_join_vacated) {
 		ADDOPT(" --workaround all");
 	} else {
 	if (o.wa_join_announce)
@@ -3092,6 +3133,8 @@ int main(int argc, char **argv)
 		ADDOPT(" --workaround join-lvb-order");
 	if (o.wa_lvb_zero)
 		ADDOPT(" --workaround lvb-invalid-zero");
+	if (o.wa_join_vacated)
+		ADDOPT(" --workaround join-takeover-lvb");
 	}
 	if (o.trust_loaded)
 		ADDOPT(" --trust-loaded-bits");
