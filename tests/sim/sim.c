@@ -175,6 +175,8 @@ struct node {
 	struct co *meta_holder; /* our admin sequence holding `metadata` */
 	bool meta_dirty;    /* a failure written under it: announce */
 	int meta_failing;   /* failures being written under it */
+	unsigned meta_fail_mask; /* failing[] set under it, cleared once
+				  * its METADATA_UPDATED went out */
 	uint64_t meta_done; /* admin METADATA_UPDATED rounds done */
 	int lvb_reading;    /* join reads this slot's LVB (workaround), -1 */
 	bool sending;       /* md's send-lock bit: one broadcast per node */
@@ -1029,8 +1031,10 @@ static void fail_device(struct node *n, int dev, const char *why)
 		uint64_t gen = n->meta_done;
 		bool flag = !n->failing[dev];
 
-		if (flag)
+		if (flag) {
 			n->failing[dev] = 1;
+			n->meta_fail_mask |= 1u << dev;
+		}
 		n->meta_failing++;
 		trace("n%d failing dev%d (%s) under the held metadata lock", n->idx, dev, why);
 		co_sleep(1 + rndn(3));
@@ -1043,10 +1047,10 @@ static void fail_device(struct node *n, int dev, const char *why)
 		n->meta_dirty = true;
 		n->meta_failing--;
 		apply_sb(n);
+		/* failing[dev] stays set (acks wait) until the sequence's
+		 * METADATA_UPDATED went out (admin_meta_end) */
 		while (co_cur != n->meta_holder && n->meta_done == gen)
 			co_wait(&n->chg, "device failure: admin's METADATA_UPDATED");
-		if (flag)
-			n->failing[dev] = 0;
 		wake_node(n);
 		return;
 	}
@@ -1851,6 +1855,10 @@ static void admin_meta_end(struct node *n, bool send)
 	if (r < 0)
 		trace("n%d meta_end: %d", n->idx, r);
 	n->meta_done++;
+	for (int d = 0; d < MAXD; d++)
+		if (n->meta_fail_mask & (1u << d))
+			n->failing[d] = 0;
+	n->meta_fail_mask = 0;
 	wake_node(n);
 }
 
@@ -2064,8 +2072,10 @@ static void readd_co(void *arg)
 	if (r == 0) {
 		/* our own bits: the chunks we wrote while it was out */
 		for (unsigned c = 0; c < NCHUNK; c++)
-			if (n->dirty[c])
+			if (n->dirty[c]) {
 				n->needed[c] = true;
+				n->needed_gen[c]++; /* a copy running now missed it */
+			}
 		r = clr_mdc_gather_bitmaps(&n->mdc);
 	}
 	if (r < 0) {
