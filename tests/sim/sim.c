@@ -699,7 +699,7 @@ static int sim_lock(struct node *n, const char *res, int mode, unsigned flags,
 	      flags & CLR_LOCK_F_VALBLK ? " VALBLK" : "");
 	l->busy = true;
 	l->has_lvb = false;
-	if (S.o.wa_join_lvb && !n->joined && mode == CLR_LOCK_CR &&
+	if ((S.o.wa_join_lvb || S.o.wa_join_vacated) && !n->joined && mode == CLR_LOCK_CR &&
 	    (flags & CLR_LOCK_F_VALBLK) && !strncmp(res, "bitmap", 6))
 		n->lvb_reading = atoi(res + 6);
 	if (l->mode == CLR_LOCK_IV)
@@ -771,10 +771,13 @@ static void recv_co(void *arg)
 	int r;
 
 	/* receiving starts with the join (its TAKEOVER needs the token) */
-	while (!n->mdc_init || n->recv_serving != ra->ticket ||
-	       (n->lvb_reading >= 0 && n->lvb_reading == ra->raw.sender_slot - 1))
-		co_wait(&n->chg, "receive turn");
 	clr_mdc_msg_decode(&ra->raw, &m);
+	while (!n->mdc_init || n->recv_serving != ra->ticket ||
+	       (n->lvb_reading >= 0 && S.o.wa_join_lvb &&
+		n->lvb_reading == ra->raw.sender_slot - 1) ||
+	       (n->lvb_reading >= 0 && S.o.wa_join_vacated &&
+		ra->raw.type == CLR_MDC_TAKEOVER && (int)m.slot == n->lvb_reading))
+		co_wait(&n->chg, "receive turn");
 	trace("n%d receive %s from slot %d lo %" PRIu64 " hi %" PRIu64,
 	      n->idx, clr_mdc_msg_name(ra->raw.type), m.sender, m.lo, m.hi);
 	n->rx_sender = m.sender;
@@ -1914,9 +1917,17 @@ static bool rebuild_work(struct node *n)
 			struct clr_mdc_stats st;
 
 			clr_mdc_stats(&n->mdc, &st);
+			char ext[160] = "";
+			size_t el = 0;
+
+			for (unsigned j = 0; j < S.o.nodes && el < sizeof(ext) - 40; j++)
+				if (n->mdc.dirty_hi[j]) /* diagnostics only */
+					el += (size_t)snprintf(ext + el, sizeof(ext) - el,
+							       " slot%u [%" PRIu64 ",%" PRIu64 ")", j,
+							       n->mdc.dirty_lo[j], n->mdc.dirty_hi[j]);
 			trace("n%d rebuild of dev%d waits: pending %" PRIx64 " recovering %d"
-			      " window %d needed %d", n->idx, d, st.pending, st.recovering,
-			      st.win_from, next_needed(n));
+			      " window %d needed %d%s", n->idx, d, st.pending, st.recovering,
+			      st.win_from, next_needed(n), ext);
 			continue;
 		}
 		r = admin_meta_begin(n);
