@@ -3,7 +3,10 @@
 # one rule in the simulator's own model; some seed in 1-500 must catch it.
 set -e
 sim="${top_builddir:-.}/tests/sim/sim"
+wa="--workaround lvb-invalid-zero --workaround join-takeover-lvb"
 for bug in bitmap-after-data balance-in-recovery no-drain ignore-window \
-	   ack-before-fail clear-pending resync-any-source; do
-	"$sim" --seeds 1-500 --inject-bug="$bug" --expect-fail
+	   ack-before-fail clear-pending resync-any-source readd-read-early \
+	   readd-no-write newdisk-ignore-enoent leave-no-needs-sync; do
+	# shellcheck disable=SC2086
+	"$sim" --seeds 1-500 $wa --inject-bug="$bug" --expect-fail
 done

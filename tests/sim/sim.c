@@ -43,7 +43,7 @@
 /* geometry and limits                                                 */
 
 #define MAXN 4
-#define MAXD 4
+#define MAXD 5                            /* + one spare for NEWDISK */
 #define BLK_SECT 8u                       /* 4 KiB blocks */
 #define CHUNK_BLKS 4u                     /* bitmap chunk: 16 KiB */
 #define CHUNK_SECT (BLK_SECT * CHUNK_BLKS)
@@ -66,12 +66,17 @@ enum bug {
 	BUG_ACK_BEFORE_FAIL,   /* failed leg not marked faulty before ack */
 	BUG_CLEAR_PENDING,     /* sweep clears bits under pending writes */
 	BUG_RESYNC_ANY_SOURCE, /* resync reads a random in-sync leg */
+	BUG_READD_READ_EARLY,  /* a rebuilding device is read before in sync */
+	BUG_READD_NO_WRITE,    /* receivers of RE_ADD do not write the device */
+	BUG_NEWDISK_IGNORE,    /* the adder activates a NEWDISK some node lacks */
+	BUG_LEAVE_NO_SYNC,     /* a leaver with NEEDED chunks says it is clean */
 	BUG_NCOUNT
 };
 static const char *const bug_names[BUG_NCOUNT] = {
 	"none", "bitmap-after-data", "balance-in-recovery", "no-drain",
 	"ignore-window", "ack-before-fail", "clear-pending",
-	"resync-any-source",
+	"resync-any-source", "readd-read-early", "readd-no-write",
+	"newdisk-ignore-enoent", "leave-no-needs-sync",
 };
 
 struct opts {
@@ -91,6 +96,13 @@ struct opts {
 	bool wa_lvb_zero;      /* workaround: an LVB not valid reads as 0 */
 	bool wa_join_lvb;      /* workaround: hold j's messages while join
 				* reads j's LVB */
+	bool wa_join_vacated;  /* workaround: join reads a zero LVB for a slot
+				* whose TAKEOVER by another node it processed */
+	bool no_readd;         /* no heal / re-add of failed devices */
+	bool no_newdisk;       /* no NEWDISK of a spare */
+	bool no_leave;         /* no clean leave */
+	bool resync_merged_early; /* a running resync takes merged chunks
+				   * before want_resync() */
 };
 
 struct counters {
@@ -98,6 +110,9 @@ struct counters {
 	uint64_t crashes, restarts, dev_failures, path_losses, slow_io;
 	uint64_t takeovers, resync_chunks, msgs, writes_acked, reads_checked;
 	uint64_t reopened, join_retries, steps, orphan_bits, write_retries;
+	uint64_t leaves_clean, leaves_unclean, heals, readds, readd_rollbacks;
+	uint64_t newdisks, newdisk_rollbacks, rebuilds_done, adoptions;
+	uint64_t start_refusals;
 };
 
 /* ------------------------------------------------------------------ */
@@ -123,6 +138,9 @@ struct wr {                 /* a local client write in flight */
 	bool used;
 	uint64_t lo, hi;    /* sectors */
 	bool legs_done;
+	bool issued;        /* legs issued, to devmask */
+	unsigned devmask;
+	uint64_t seq;       /* issue order */
 };
 
 struct node {
@@ -138,11 +156,35 @@ struct node {
 	bool in_sync[MAXD]; /* this node's view of the roles */
 	int failing[MAXD];  /* 1: our metadata update for it in progress */
 	bool write_behind[MAXD]; /* faulty, still written (errors ignored) */
+	bool rebuild[MAXD]; /* re-added / new: written, never read */
+	bool full_merged[MAXD]; /* NEWDISK: all chunks made NEEDED here */
+	int readd_from[MAXD]; /* slot whose RE_ADD we follow, -1 */
+	int rx_sender, rx_type; /* message being received, -1 */
+	bool known[MAXD];   /* a member in this node's view */
+	bool sees_new;      /* NEWDISK: this node can see the spare */
+	bool candidate;     /* NEWDISK: find_disk() found it */
+	bool leaving;       /* clean stop in progress */
+	bool admin;         /* a re-add / NEWDISK / leave sequence runs */
+	int clients_running;
+	bool resyncing, recovering_now;
+	uint64_t dead_slots;/* slots seen dead or left (rebuild adoption) */
+	uint64_t wr_seq;
+	uint64_t vacated;   /* slots taken over by another node since their
+			     * owner last spoke (join-takeover-lvb) */
+	uint64_t bm_epoch;  /* bumped when a device joins the bitmap's writes */
+	struct co *meta_holder; /* our admin sequence holding `metadata` */
+	bool meta_dirty;    /* a failure written under it: announce */
+	int meta_failing;   /* failures being written under it */
+	unsigned meta_fail_mask; /* failing[] set under it, cleared once
+				  * its METADATA_UPDATED went out */
+	uint64_t meta_done; /* admin METADATA_UPDATED rounds done */
 	int lvb_reading;    /* join reads this slot's LVB (workaround), -1 */
 	bool sending;       /* md's send-lock bit: one broadcast per node */
 	/* bitmap model */
 	int pending[NCHUNK];
 	bool dirty[NCHUNK], ondisk[NCHUNK], needed[NCHUNK];
+	bool held[NCHUNK];  /* merged, NEEDED, not resynced before want_resync */
+	uint32_t needed_gen[NCHUNK]; /* bumped when a merge makes it NEEDED */
 	uint64_t last_write[NCHUNK];
 	int resync_chunk;   /* local range lock held by the resync, -1 */
 	bool want_resync;
@@ -195,7 +237,7 @@ struct blkm {               /* the checker's model of one block */
 struct fault {
 	uint64_t at;
 	enum { F_CRASH, F_DEV, F_PATH, F_SLOW_DEV, F_SLOW_NODE, F_RESTART,
-	       F_PREP, F_FENCE } type;
+	       F_PREP, F_FENCE, F_HEAL, F_READD, F_NEWDISK, F_LEAVE, F_LEFT } type;
 	int a, b;
 	uint64_t inc, len;
 	bool fired;
@@ -215,7 +257,16 @@ struct sim {
 	struct {
 		uint64_t events;
 		bool faulty[MAXD];
+		bool member[MAXD];
+		bool rebuilding[MAXD]; /* written by all, read by none */
+		int rebuilder[MAXD];   /* slot that finishes the rebuild */
+		bool full[MAXD];       /* NEWDISK: every chunk to recover */
 	} sb;
+	int ndev;           /* o.devices + the spare */
+	int spare;          /* the NEWDISK device index */
+	bool spare_sb;      /* the spare carries a superblock */
+	int readd_refuser;  /* node refusing the first RE_ADD, -1 */
+	unsigned lacks_new; /* nodes that cannot see the spare */
 	int safe_dev;       /* never faulted */
 	unsigned faulted_devs;
 	bool dev_faulted[MAXD];
@@ -355,6 +406,13 @@ static unsigned io_delay(int node, int dev)
 /* ------------------------------------------------------------------ */
 /* checker helpers                                                     */
 
+/* In sync according to the superblock: a member, neither faulty nor
+ * being rebuilt. */
+static bool sb_in_sync(int d)
+{
+	return S.sb.member[d] && !S.sb.faulty[d] && !S.sb.rebuilding[d];
+}
+
 static bool blk_allows(const struct blkm *b, uint64_t v)
 {
 	if (b->val == v)
@@ -421,13 +479,13 @@ static void reopen_after_dev_failure(void)
 
 		if (!m->fixed_unacked || m->nalt)
 			continue;
-		for (int d = 0; d < (int)S.o.devices; d++)
-			if (!S.sb.faulty[d] && S.d[d].data[b] != m->val)
+		for (int d = 0; d < S.ndev; d++)
+			if (sb_in_sync(d) && S.d[d].data[b] != m->val)
 				differ = true;
 		if (!differ)
 			continue;
-		for (int d = 0; d < (int)S.o.devices; d++)
-			if (!S.sb.faulty[d])
+		for (int d = 0; d < S.ndev; d++)
+			if (sb_in_sync(d))
 				blk_add_alt(m, S.d[d].data[b]);
 		S.c.reopened++;
 		trace("block %u unacked value reopened by device failure", b);
@@ -641,7 +699,7 @@ static int sim_lock(struct node *n, const char *res, int mode, unsigned flags,
 	      flags & CLR_LOCK_F_VALBLK ? " VALBLK" : "");
 	l->busy = true;
 	l->has_lvb = false;
-	if (S.o.wa_join_lvb && !n->joined && mode == CLR_LOCK_CR &&
+	if ((S.o.wa_join_lvb || S.o.wa_join_vacated) && !n->joined && mode == CLR_LOCK_CR &&
 	    (flags & CLR_LOCK_F_VALBLK) && !strncmp(res, "bitmap", 6))
 		n->lvb_reading = atoi(res + 6);
 	if (l->mode == CLR_LOCK_IV)
@@ -654,6 +712,15 @@ static int sim_lock(struct node *n, const char *res, int mode, unsigned flags,
 		co_wait(l, l->name);
 	if (l->status == 0 && lvb && (flags & CLR_LOCK_F_VALBLK) && l->has_lvb)
 		memcpy(lvb, l->lvb, CLR_LOCK_LVB_LEN);
+	/* workaround: a joiner reading the LVB of a slot a survivor took
+	 * over (it holds the lock, so join thinks the owner lives): the LVB
+	 * is the departed owner's */
+	if (S.o.wa_join_vacated && l->status == 0 && lvb && !n->joined &&
+	    mode == CLR_LOCK_CR && (flags & CLR_LOCK_F_VALBLK) &&
+	    !strncmp(res, "bitmap", 6) && (n->vacated & (1ull << atoi(res + 6)))) {
+		trace("n%d ignores the LVB of vacated %s", n->idx, res);
+		memset(lvb, 0, CLR_LOCK_LVB_LEN);
+	}
 	return l->status;
 }
 
@@ -704,13 +771,26 @@ static void recv_co(void *arg)
 	int r;
 
 	/* receiving starts with the join (its TAKEOVER needs the token) */
-	while (!n->mdc_init || n->recv_serving != ra->ticket ||
-	       (n->lvb_reading >= 0 && n->lvb_reading == ra->raw.sender_slot - 1))
-		co_wait(&n->chg, "receive turn");
 	clr_mdc_msg_decode(&ra->raw, &m);
+	while (!n->mdc_init || n->recv_serving != ra->ticket ||
+	       (n->lvb_reading >= 0 && S.o.wa_join_lvb &&
+		n->lvb_reading == ra->raw.sender_slot - 1) ||
+	       (n->lvb_reading >= 0 && S.o.wa_join_vacated &&
+		ra->raw.type == CLR_MDC_TAKEOVER && (int)m.slot == n->lvb_reading))
+		co_wait(&n->chg, "receive turn");
 	trace("n%d receive %s from slot %d lo %" PRIu64 " hi %" PRIu64,
 	      n->idx, clr_mdc_msg_name(ra->raw.type), m.sender, m.lo, m.hi);
+	n->rx_sender = m.sender;
+	n->rx_type = ra->raw.type;
+	n->vacated &= ~(1ull << m.sender);
+	if (ra->raw.type == CLR_MDC_TAKEOVER && m.slot != (unsigned)m.sender)
+		n->vacated |= 1ull << m.slot;
 	r = clr_mdc_receive(&n->mdc, &ra->raw);
+	n->rx_sender = n->rx_type = -1;
+	/* that slot rejoined: alive again (after its TAKEOVER's reload
+	 * dropped what its previous incarnation left) */
+	if (ra->raw.type == CLR_MDC_TAKEOVER && m.slot == (unsigned)m.sender)
+		n->dead_slots &= ~(1ull << m.slot);
 	trace("n%d received %s: %d", n->idx, clr_mdc_msg_name(ra->raw.type), r);
 	if (r < 0)
 		ra->bc->refused++;
@@ -781,18 +861,25 @@ static int h_send(void *arg, const struct clr_mdc_msg *m, unsigned *refused)
 /* ------------------------------------------------------------------ */
 /* bitmap, superblock                                                  */
 
+/* May this node read @d?  (--inject-bug=readd-read-early: a device still
+ * being rebuilt too.) */
+static bool readable(struct node *n, int d)
+{
+	return n->in_sync[d] || (S.o.bug == BUG_READD_READ_EARLY && n->rebuild[d]);
+}
+
 static int first_in_sync(struct node *n)
 {
-	for (int d = 0; d < (int)S.o.devices; d++)
-		if (n->in_sync[d])
+	for (int d = 0; d < S.ndev; d++)
+		if (readable(n, d))
 			return d;
 	return -1;
 }
 
 static bool degraded(struct node *n)
 {
-	for (int d = 0; d < (int)S.o.devices; d++)
-		if (!n->in_sync[d])
+	for (int d = 0; d < S.ndev; d++)
+		if (n->known[d] && !n->in_sync[d])
 			return true;
 	return false;
 }
@@ -807,14 +894,14 @@ static bool flush_own_failed(struct node *n, bool *failed)
 	bool any = false;
 
 	trace("n%d bitmap flush", n->idx);
-	for (int d = 0; d < (int)S.o.devices; d++)
-		if (n->in_sync[d])
+	for (int d = 0; d < S.ndev; d++)
+		if (n->in_sync[d] || n->rebuild[d])
 			ios[d] = io_submit(n, d, IO_BM_OWN, 0, 0);
-	for (int d = 0; d < (int)S.o.devices; d++) {
+	for (int d = 0; d < S.ndev; d++) {
 		if (!ios[d])
 			continue;
 		io_wait(ios[d]);
-		if (!ios[d]->ok)
+		if (!ios[d]->ok && n->in_sync[d])
 			failed[d] = any = true;
 		io_free(ios[d]);
 	}
@@ -827,17 +914,17 @@ static void flush_own(struct node *n)
 	struct io *ios[MAXD] = { 0 };
 
 	trace("n%d bitmap flush", n->idx);
-	for (int d = 0; d < (int)S.o.devices; d++)
-		if (n->in_sync[d])
+	for (int d = 0; d < S.ndev; d++)
+		if (n->in_sync[d] || n->rebuild[d])
 			ios[d] = io_submit(n, d, IO_BM_OWN, 0, 0);
-	for (int d = 0; d < (int)S.o.devices; d++) {
+	for (int d = 0; d < S.ndev; d++) {
 		if (!ios[d])
 			continue;
 		io_wait(ios[d]);
 		bool ok = ios[d]->ok;
 
 		io_free(ios[d]);
-		if (!ok)
+		if (!ok && n->in_sync[d])
 			fail_device(n, d, "bitmap write");
 	}
 }
@@ -852,20 +939,74 @@ static void flush_own(struct node *n)
  */
 static void apply_sb(struct node *n)
 {
-	for (int d = 0; d < (int)S.o.devices; d++)
+	for (int d = 0; d < S.ndev; d++) {
 		if (S.sb.faulty[d] && n->in_sync[d]) {
 			n->in_sync[d] = false;
 			n->write_behind[d] = !n->failing[d] && !S.o.no_write_behind;
 			trace("n%d sees dev%d faulty%s", n->idx, d,
 			      n->write_behind[d] ? " (writes continue)" : "");
 		}
+		if (!S.sb.member[d] && n->known[d]) {
+			/* a NEWDISK rolled back */
+			n->known[d] = n->rebuild[d] = n->in_sync[d] = false;
+			n->write_behind[d] = false;
+			trace("n%d forgets dev%d", n->idx, d);
+		}
+		if (!S.sb.member[d] && n->candidate && d == S.spare) {
+			n->candidate = false;
+			trace("n%d drops the NEWDISK candidate dev%d", n->idx, d);
+		}
+		if (S.sb.faulty[d] && n->rebuild[d]) {
+			/* A re-add before its role is written: it stands until
+			 * its adder's METADATA_UPDATED (rolled back) or death. */
+			int f = n->readd_from[d];
+			bool keep = f == (int)n->slot ||
+				    (f >= 0 && !(n->dead_slots & (1ull << f)) &&
+				     !(n->rx_sender == f &&
+				       n->rx_type == CLR_MDC_METADATA_UPDATED));
+
+			if (!keep) {
+				n->rebuild[d] = false;
+				n->readd_from[d] = -1;
+				trace("n%d stops writing dev%d (faulty again)", n->idx, d);
+			}
+		}
+		if (!S.sb.faulty[d])
+			n->readd_from[d] = -1;
+		if (S.sb.member[d] && !S.sb.faulty[d] && !n->in_sync[d] &&
+		    !n->rebuild[d]) {
+			if (d == S.spare && !n->sees_new) {
+				/* a starting node refuses to run (join_co) */
+				if (n->joined)
+					fail("NEWDISK dev%d is a member, but n%d cannot"
+					     " see it", d, n->idx);
+				continue;
+			}
+			/* NEWDISK activated (or a re-add whose RE_ADD we missed):
+			 * our slot image must reach it before the next legs */
+			n->rebuild[d] = true;
+			n->bm_epoch++;
+			for (unsigned c = 0; c < NCHUNK; c++)
+				n->ondisk[c] = false;
+			n->known[d] = true;
+			n->write_behind[d] = false;
+			trace("n%d sees dev%d rebuilding", n->idx, d);
+		}
+		if (sb_in_sync(d) && !n->in_sync[d]) {
+			n->in_sync[d] = true;
+			n->rebuild[d] = false;
+			n->write_behind[d] = false;
+			n->known[d] = true;
+			trace("n%d sees dev%d in sync", n->idx, d);
+		}
+	}
 	wake_node(n);
 }
 
 static int good_dev(void)
 {
-	for (int d = 0; d < (int)S.o.devices; d++)
-		if (!S.sb.faulty[d])
+	for (int d = 0; d < S.ndev; d++)
+		if (sb_in_sync(d))
 			return d;
 	return 0;
 }
@@ -877,6 +1018,46 @@ static void fail_device(struct node *n, int dev, const char *why)
 	int r;
 	bool changed = false;
 
+	/* An admin sequence of ours holds `metadata`: write the failure
+	 * under it; its METADATA_UPDATED announces it (the caller, unless
+	 * it is that sequence, waits for that). */
+	if (n->meta_holder) {
+		/* (the sequence itself does not wait for a coroutine of ours
+		 * that waits for `metadata` to announce the same failure) */
+		if (co_cur != n->meta_holder)
+			while (n->failing[dev])
+				co_wait(&n->chg, "device failure being announced");
+		if (!n->in_sync[dev])
+			return;
+		if (!n->meta_holder)
+			goto own; /* released meanwhile */
+		uint64_t gen = n->meta_done;
+		bool flag = !n->failing[dev];
+
+		if (flag) {
+			n->failing[dev] = 1;
+			n->meta_fail_mask |= 1u << dev;
+		}
+		n->meta_failing++;
+		trace("n%d failing dev%d (%s) under the held metadata lock", n->idx, dev, why);
+		co_sleep(1 + rndn(3));
+		if (!S.sb.faulty[dev]) {
+			S.sb.faulty[dev] = true;
+			S.sb.events++;
+			trace("sb: dev%d faulty, events %" PRIu64, dev, S.sb.events);
+			reopen_after_dev_failure();
+		}
+		n->meta_dirty = true;
+		n->meta_failing--;
+		apply_sb(n);
+		/* failing[dev] stays set (acks wait) until the sequence's
+		 * METADATA_UPDATED went out (admin_meta_end) */
+		while (co_cur != n->meta_holder && n->meta_done == gen)
+			co_wait(&n->chg, "device failure: admin's METADATA_UPDATED");
+		wake_node(n);
+		return;
+	}
+own:
 	/* Another coroutine of ours is announcing it: the caller must not
 	 * go on (ack) before the cluster knows. */
 	while (n->failing[dev])
@@ -890,11 +1071,11 @@ static void fail_device(struct node *n, int dev, const char *why)
 		trace("n%d meta_begin: %d", n->idx, r);
 	co_yield(); /* re-read the superblock */
 	if (!S.sb.faulty[dev]) {
-		unsigned nf = 0;
+		unsigned ns = 0;
 
-		for (int d = 0; d < (int)S.o.devices; d++)
-			nf += S.sb.faulty[d];
-		if (nf + 1 >= S.o.devices) {
+		for (int d = 0; d < S.ndev; d++)
+			ns += sb_in_sync(d);
+		if (ns <= 1 && sb_in_sync(dev)) {
 			/* Never happens by construction (one device is never
 			 * faulted): the last device would freeze the array. */
 			fail("last device dev%d would fail", dev);
@@ -962,12 +1143,12 @@ static int h_bitmap_clear(void *arg, unsigned slot)
 	for (unsigned c = 0; c < NCHUNK; c++) {
 		bool all = true;
 
-		for (int d = 0; d < (int)S.o.devices; d++)
-			if (n->in_sync[d] && !S.sb.faulty[d] && !S.d[d].bm[slot][c])
+		for (int d = 0; d < S.ndev; d++)
+			if (n->in_sync[d] && sb_in_sync(d) && !S.d[d].bm[slot][c])
 				all = false;
 		if (all && n->needed[c]) { /* (not NEEDED: resynced already) */
-			for (int e = 0; e < (int)S.o.devices; e++)
-				if (n->in_sync[e] && !S.sb.faulty[e] &&
+			for (int e = 0; e < S.ndev; e++)
+				if (n->in_sync[e] && sb_in_sync(e) &&
 				    !S.d[e].bm[n->slot][c])
 					fail("(c) n%d clears slot %u chunk %u before"
 					     " it is durable in its slot %u on dev%d",
@@ -975,12 +1156,12 @@ static int h_bitmap_clear(void *arg, unsigned slot)
 		}
 	}
 	trace("n%d bitmap_clear slot %u", n->idx, slot);
-	for (int d = 0; d < (int)S.o.devices; d++)
-		if (n->in_sync[d]) {
+	for (int d = 0; d < S.ndev; d++)
+		if (n->in_sync[d] || n->rebuild[d]) {
 			ios[d] = io_submit(n, d, IO_BM_CLEAR, 0, 0);
 			ios[d]->slot = slot;
 		}
-	for (int d = 0; d < (int)S.o.devices; d++) {
+	for (int d = 0; d < S.ndev; d++) {
 		if (!ios[d])
 			continue;
 		io_wait(ios[d]);
@@ -1003,6 +1184,8 @@ static int h_bitmap_merge(void *arg, const uint8_t *bits, size_t nbytes)
 			continue;
 		n->dirty[c] = true;
 		n->needed[c] = true;
+		n->held[c] = !S.o.resync_merged_early;
+		n->needed_gen[c]++;
 		n->ondisk[c] = false;
 		cnt++;
 	}
@@ -1020,6 +1203,7 @@ static void h_want_resync(void *arg)
 	struct node *n = arg;
 
 	n->want_resync = true;
+	memset(n->held, 0, sizeof(n->held));
 	wake_node(n);
 }
 
@@ -1063,8 +1247,17 @@ static int h_reload_sb(void *arg, uint32_t dev)
 
 static int h_find_disk(void *arg, const uint8_t uuid[16], uint32_t dev)
 {
+	struct node *n = arg;
+
+	(void)uuid;
 	co_yield();
-	return -ENOENT;
+	if ((int)dev != S.spare || !S.spare_sb || !n->sees_new) {
+		trace("n%d find_disk dev%u: not here", n->idx, dev);
+		return -ENOENT;
+	}
+	n->candidate = true;
+	trace("n%d find_disk dev%u: found", n->idx, dev);
+	return 0;
 }
 
 static int h_remote_remove(void *arg, uint32_t dev)
@@ -1073,9 +1266,52 @@ static int h_remote_remove(void *arg, uint32_t dev)
 	return 0;
 }
 
+/* Local writes in flight whose legs skipped @dev. */
+static bool writes_without(struct node *n, int dev, uint64_t upto)
+{
+	for (unsigned i = 0; i < CLIENTS * 2; i++) {
+		struct wr *w = &n->wr[i];
+
+		if (w->used && w->issued && w->seq <= upto && !(w->devmask & (1u << dev)))
+			return true;
+	}
+	return false;
+}
+
+/* Start writing @dev (it is not read until in sync); returns once every
+ * local write issued without it has finished. */
+static void start_writing(struct node *n, int dev)
+{
+	n->rebuild[dev] = true;
+	n->known[dev] = true;
+	n->write_behind[dev] = false;
+	uint64_t upto = n->wr_seq;
+	struct io *io;
+
+	trace("n%d writes dev%d (rebuilding)", n->idx, dev);
+	/* our slot's bits go there too (md writes the bitmap to every
+	 * member that is not faulty) */
+	io = io_submit(n, dev, IO_BM_OWN, 0, 0);
+	io_wait(io);
+	io_free(io);
+	while (writes_without(n, dev, upto))
+		co_wait(&n->chg, "re-add: draining writes without the device");
+}
+
 static int h_remote_readd(void *arg, uint32_t dev)
 {
+	struct node *n = arg;
+
 	co_yield();
+	if ((int)dev >= S.ndev || !S.sb.member[dev] || n->in_sync[dev])
+		return -EINVAL;
+	if (S.readd_refuser == n->idx) {
+		S.readd_refuser = -1; /* once */
+		trace("n%d refuses RE_ADD dev%u (cannot open it)", n->idx, dev);
+		return -EIO;
+	}
+	n->readd_from[dev] = n->rx_sender;
+	start_writing(n, (int)dev);
 	return 0;
 }
 
@@ -1207,21 +1443,33 @@ again:
 		if (!n->ondisk[c])
 			needflush = true;
 	}
+	uint64_t ep = n->bm_epoch;
+
 	if (needflush && S.o.bug != BUG_BITMAP_AFTER_DATA && S.o.no_write_retry) {
 		flush_own(n); /* announces failures while in flight */
-		for (unsigned c = c0; c <= c1; c++)
+		for (unsigned c = c0; c <= c1 && ep == n->bm_epoch; c++)
 			n->ondisk[c] = true;
 	} else if (needflush && S.o.bug != BUG_BITMAP_AFTER_DATA) {
 		anyfail = flush_own_failed(n, failed);
+		if (!anyfail && ep != n->bm_epoch) {
+			/* a device joined meanwhile: flush again */
+			anyfail = flush_own_failed(n, failed);
+		}
 		if (!anyfail)
 			for (unsigned c = c0; c <= c1; c++)
 				n->ondisk[c] = true;
 	}
 	if (!anyfail) {
 		/* issue the legs */
-		for (int d = 0; d < (int)S.o.devices; d++) {
-			if (!n->in_sync[d] && !n->write_behind[d])
+		w->devmask = 0;
+		for (int d = 0; d < S.ndev; d++) {
+			if (!n->in_sync[d] && !n->write_behind[d] && !n->rebuild[d])
 				continue;
+			if (n->rebuild[d] && S.o.bug == BUG_READD_NO_WRITE &&
+			    S.sb.rebuilder[d] != (int)n->slot)
+				continue;
+			if (d == S.spare && !n->sees_new)
+				fail("n%d writes the new dev%d it cannot see", n->idx, d);
 			for (unsigned c = c0; c <= c1; c++)
 				if (n->in_sync[d] && !S.d[d].bm[n->slot][c])
 					fail("(c) n%d leg to dev%d b%u+%u issued before bit of"
@@ -1236,13 +1484,16 @@ again:
 			      legs[d]->due);
 			for (unsigned i = 0; i < nb; i++)
 				legs[d]->val[i] = v;
+			w->devmask |= 1u << d;
 		}
+		w->issued = true;
+		w->seq = ++n->wr_seq;
 		if (needflush && S.o.bug == BUG_BITMAP_AFTER_DATA) {
 			flush_own(n);
 			for (unsigned c = c0; c <= c1; c++)
 				n->ondisk[c] = true;
 		}
-		for (int d = 0; d < (int)S.o.devices; d++) {
+		for (int d = 0; d < S.ndev; d++) {
 			if (!legs[d])
 				continue;
 			io_wait(legs[d]);
@@ -1254,7 +1505,7 @@ again:
 	w->legs_done = true;
 	if (anyfail) {
 		if (S.o.bug == BUG_ACK_BEFORE_FAIL) {
-			for (int d = 0; d < (int)S.o.devices; d++)
+			for (int d = 0; d < S.ndev; d++)
 				if (failed[d])
 					n->in_sync[d] = false;
 		} else {
@@ -1265,7 +1516,7 @@ again:
 				}
 				wr_unregister(n, w);
 			}
-			for (int d = 0; d < (int)S.o.devices; d++)
+			for (int d = 0; d < S.ndev; d++)
 				if (failed[d])
 					fail_device(n, d, "write");
 			if (!S.o.no_write_retry) {
@@ -1278,7 +1529,7 @@ again:
 	/* A failure of ours still being announced: the legs skipped that
 	 * device, and a node that has not heard yet may read it.  Park and
 	 * retry once it is announced. */
-	for (int d = 0; d < (int)S.o.devices; d++) {
+	for (int d = 0; d < S.ndev; d++) {
 		if (!n->failing[d] || S.o.no_write_retry)
 			continue;
 		for (unsigned c = c0; c <= c1; c++) {
@@ -1291,9 +1542,10 @@ again:
 		trace("n%d write b%u+%u retried after announcement", n->idx, b0, nb);
 		goto again;
 	}
-	/* ack: (a) */
-	for (int d = 0; d < (int)S.o.devices; d++) {
-		if (S.sb.faulty[d])
+	/* ack: (a), on a device being rebuilt too if the legs went there */
+	for (int d = 0; d < S.ndev; d++) {
+		if (!sb_in_sync(d) &&
+		    !(S.sb.rebuilding[d] && !S.sb.faulty[d] && (w->devmask & (1u << d))))
 			continue;
 		for (unsigned b = b0; b < b0 + nb; b++)
 			if (S.d[d].data[b] != v)
@@ -1342,13 +1594,15 @@ static void client_read(struct node *n, unsigned b0, unsigned nb)
 		if (!first) {
 			int cand[MAXD], k = 0;
 
-			for (int e = 0; e < (int)S.o.devices; e++)
-				if (n->in_sync[e])
+			for (int e = 0; e < S.ndev; e++)
+				if (readable(n, e))
 					cand[k++] = e;
 			d = cand[rndn((uint64_t)k)];
 		}
 		if (S.sb.faulty[d] && !n->in_sync[d])
 			fail("(e) n%d reads from faulty dev%d", n->idx, d);
+		if (d == S.spare && !n->sees_new)
+			fail("(e) n%d reads the new dev%d it cannot see", n->idx, d);
 		io = io_submit(n, d, IO_READ, b0, nb);
 		io_wait(io);
 		ok = io->ok;
@@ -1371,7 +1625,8 @@ static void client_co(void *arg)
 	struct node *n = self();
 
 	(void)arg;
-	while (!S.stopping) {
+	n->clients_running++;
+	while (!S.stopping && !n->leaving) {
 		unsigned nb = 1 + (unsigned)rndn(3);
 		unsigned b0 = (unsigned)rndn(NBLK - nb + 1);
 
@@ -1403,6 +1658,8 @@ static void client_co(void *arg)
 		}
 		co_sleep(rndn(6));
 	}
+	n->clients_running--;
+	wake_node(n);
 }
 
 /* Lazy clearing of bits (md's daemon_sleep). */
@@ -1441,6 +1698,16 @@ static void sweep_co(void *arg)
 /* ------------------------------------------------------------------ */
 /* resync and recovery                                                 */
 
+/* Next NEEDED chunk the resync may take: chunks merged from another
+ * slot wait for want_resync() (see h_bitmap_merge). */
+static int next_resyncable(struct node *n)
+{
+	for (unsigned c = 0; c < NCHUNK; c++)
+		if (n->needed[c] && !n->held[c])
+			return (int)c;
+	return -1;
+}
+
 static int next_needed(struct node *n)
 {
 	for (unsigned c = 0; c < NCHUNK; c++)
@@ -1453,6 +1720,7 @@ static void resync_chunk(struct node *n, unsigned c)
 {
 	unsigned b0 = c * CHUNK_BLKS;
 	uint64_t lo = (uint64_t)c * CHUNK_SECT, hi = lo + CHUNK_SECT;
+	uint32_t gen = n->needed_gen[c];
 
 	n->resync_chunk = (int)c;
 	while (local_write_overlaps(n, lo, hi))
@@ -1466,7 +1734,7 @@ static void resync_chunk(struct node *n, unsigned c)
 		if (S.o.bug == BUG_RESYNC_ANY_SOURCE) {
 			int cand[MAXD], k = 0;
 
-			for (int e = 0; e < (int)S.o.devices; e++)
+			for (int e = 0; e < S.ndev; e++)
 				if (n->in_sync[e])
 					cand[k++] = e;
 			src = cand[rndn((uint64_t)k)];
@@ -1488,7 +1756,9 @@ static void resync_chunk(struct node *n, unsigned c)
 			fail_device(n, src, "resync read");
 			continue;
 		}
-		if (!n->in_sync[src] && S.o.bug != BUG_RESYNC_ANY_SOURCE) {
+		if (src == S.spare && !n->sees_new)
+			fail("(e) n%d resyncs from the new dev%d it cannot see", n->idx, src);
+		if (!readable(n, src) && S.o.bug != BUG_RESYNC_ANY_SOURCE) {
 			/* it failed while we read it: what we read may miss a
 			 * write the failing node then retried elsewhere */
 			io_free(rd);
@@ -1503,14 +1773,14 @@ static void resync_chunk(struct node *n, unsigned c)
 				fail("(e) n%d resync copies b%u val %" PRIx64 " from dev%d:"
 				     " not a value it may hold (%" PRIx64 ")", n->idx,
 				     b0 + i, rd->val[i], src, S.blk[b0 + i].val);
-		for (int d = 0; d < (int)S.o.devices; d++) {
-			if (d == src || !n->in_sync[d])
+		for (int d = 0; d < S.ndev; d++) {
+			if (d == src || (!n->in_sync[d] && !n->rebuild[d]))
 				continue;
 			wr[d] = io_submit(n, d, IO_RS_WRITE, b0, CHUNK_BLKS);
 			memcpy(wr[d]->val, rd->val, sizeof(rd->val));
 		}
 		io_free(rd);
-		for (int d = 0; d < (int)S.o.devices; d++) {
+		for (int d = 0; d < S.ndev; d++) {
 			if (!wr[d])
 				continue;
 			io_wait(wr[d]);
@@ -1527,7 +1797,9 @@ static void resync_chunk(struct node *n, unsigned c)
 		break;
 	}
 	S.c.resync_chunks++;
-	n->needed[c] = false;
+	/* merged again while we copied (a takeover): copy it again */
+	if (gen == n->needed_gen[c])
+		n->needed[c] = false;
 	n->resync_chunk = -1;
 	trace("n%d resynced chunk %u", n->idx, c);
 	wake_node(n);
@@ -1548,6 +1820,155 @@ static void needed_extent(struct node *n, uint64_t *lo, uint64_t *hi)
 	*hi = first < 0 ? 0 : (uint64_t)(last + 1) * CHUNK_SECT;
 }
 
+/* ------------------------------------------------------------------ */
+/* rebuild of a re-added or new device                                 */
+
+static void sb_write_delay(void)
+{
+	co_sleep(1 + rndn(3));
+}
+
+/* `metadata` for an admin sequence (a device failure met meanwhile is
+ * written under it, see fail_device). */
+static int admin_meta_begin(struct node *n)
+{
+	int r = clr_mdc_meta_begin(&n->mdc);
+
+	if (r < 0) {
+		trace("n%d meta_begin: %d", n->idx, r);
+		return r;
+	}
+	n->meta_holder = co_cur;
+	n->meta_dirty = false;
+	co_yield(); /* re-read the superblock */
+	apply_sb(n);
+	return 0;
+}
+
+static void admin_meta_end(struct node *n, bool send)
+{
+	int r;
+
+	while (n->meta_failing)
+		co_wait(&n->chg, "admin: a device failure being written");
+	send = send || n->meta_dirty;
+	n->meta_holder = NULL; /* failures from now on take `metadata` */
+	n->meta_dirty = false;
+	r = clr_mdc_meta_end(&n->mdc, (uint32_t)good_dev(), send);
+	if (r < 0)
+		trace("n%d meta_end: %d", n->idx, r);
+	n->meta_done++;
+	for (int d = 0; d < MAXD; d++)
+		if (n->meta_fail_mask & (1u << d))
+			n->failing[d] = 0;
+	n->meta_fail_mask = 0;
+	wake_node(n);
+}
+
+/* NEWDISK: every chunk needs recovery (durable in our slot). */
+static void merge_all(struct node *n, int dev)
+{
+	uint8_t bits[(NCHUNK + 7) / 8];
+
+	memset(bits, 0xff, sizeof(bits));
+	trace("n%d full recovery of dev%d", n->idx, dev);
+	h_bitmap_merge(n, bits, sizeof(bits));
+	n->full_merged[dev] = true;
+	h_want_resync(n);
+}
+
+/* Whole resync space: does any node still have dirty chunks we know of,
+ * a takeover or a window going on? */
+static bool cluster_quiet(struct node *n)
+{
+	return !clr_mdc_recovery_pending(&n->mdc) &&
+	       !clr_mdc_read_first(&n->mdc, 0, (uint64_t)NBLK * BLK_SECT);
+}
+
+/*
+ * A rebuild is finished by the node in its superblock's rebuilder slot,
+ * once that node has no chunk NEEDED and knows of no other node's dirty
+ * extent, takeover or window (everything any node still has to resync
+ * would be copied from the first in-sync device onto it, but the device
+ * must not be read before).  A rebuilder that died or left is replaced
+ * by a survivor (after the takeover of its slot: its bits are then the
+ * taker's, announced in TAKEOVER).  Called from the idle resync thread.
+ * @return whether it did something.
+ */
+static bool rebuild_work(struct node *n)
+{
+	for (int d = 0; d < S.ndev; d++) {
+		int rb = S.sb.rebuilder[d];
+		bool mine, orphan;
+		int r;
+
+		if (!S.sb.member[d] || !S.sb.rebuilding[d] || S.sb.faulty[d] || n->leaving ||
+		    !n->joined)
+			continue;
+		mine = rb == (int)n->slot;
+		orphan = !mine && (n->dead_slots & (1ull << rb));
+		if (!mine && !orphan)
+			continue;
+		if (mine && S.sb.full[d] && !n->full_merged[d]) {
+			merge_all(n, d); /* our previous incarnation's add */
+			return true;
+		}
+		if (!cluster_quiet(n) || (mine && (next_needed(n) >= 0 || n->want_resync))) {
+			struct clr_mdc_stats st;
+
+			clr_mdc_stats(&n->mdc, &st);
+			char ext[160] = "";
+			size_t el = 0;
+
+			for (unsigned j = 0; j < S.o.nodes && el < sizeof(ext) - 40; j++)
+				if (n->mdc.dirty_hi[j]) /* diagnostics only */
+					el += (size_t)snprintf(ext + el, sizeof(ext) - el,
+							       " slot%u [%" PRIu64 ",%" PRIu64 ")", j,
+							       n->mdc.dirty_lo[j], n->mdc.dirty_hi[j]);
+			trace("n%d rebuild of dev%d waits: pending %" PRIx64 " recovering %d"
+			      " window %d needed %d%s", n->idx, d, st.pending, st.recovering,
+			      st.win_from, next_needed(n), ext);
+			continue;
+		}
+		r = admin_meta_begin(n);
+		if (r < 0)
+			return false;
+		if (!S.sb.member[d] || !S.sb.rebuilding[d] || S.sb.faulty[d] ||
+		    S.sb.rebuilder[d] != rb) {
+			admin_meta_end(n, false);
+			return true;
+		}
+		if (orphan) {
+			sb_write_delay();
+			S.sb.rebuilder[d] = (int)n->slot;
+			S.sb.events++;
+			S.c.adoptions++;
+			trace("sb: n%d resumes the rebuild of dev%d (slot %d gone)", n->idx, d, rb);
+			if (!n->rebuild[d])
+				start_writing(n, d);
+			admin_meta_end(n, true);
+			if (S.sb.full[d])
+				merge_all(n, d);
+			return true;
+		}
+		if (!cluster_quiet(n) || next_needed(n) >= 0 || n->want_resync) {
+			admin_meta_end(n, false);
+			return true;
+		}
+		sb_write_delay();
+		S.sb.rebuilding[d] = false;
+		S.sb.full[d] = false;
+		S.sb.events++;
+		S.c.rebuilds_done++;
+		trace("sb: dev%d in sync (rebuilt by n%d), events %" PRIu64, d, n->idx,
+		      S.sb.events);
+		apply_sb(n);
+		admin_meta_end(n, true);
+		return true;
+	}
+	return false;
+}
+
 static void resync_co(void *arg)
 {
 	struct node *n = self();
@@ -1558,11 +1979,15 @@ static void resync_co(void *arg)
 		uint64_t dlo, dhi;
 		int r;
 
-		while (!n->want_resync && next_needed(n) < 0)
+		while (n->leaving || (!n->want_resync && next_resyncable(n) < 0)) {
+			if (rebuild_work(n))
+				continue;
 			co_wait_idle(&n->chg, "resync: idle");
+		}
 		n->want_resync = false;
-		if ((c = next_needed(n)) < 0)
+		if ((c = next_resyncable(n)) < 0)
 			continue;
+		n->resyncing = true;
 		needed_extent(n, &dlo, &dhi);
 		trace("n%d resync_begin [%" PRIu64 ", %" PRIu64 ")", n->idx, dlo, dhi);
 		r = clr_mdc_resync_begin(&n->mdc, dlo, dhi);
@@ -1571,7 +1996,7 @@ static void resync_co(void *arg)
 			co_sleep(20);
 			continue;
 		}
-		while ((c = next_needed(n)) >= 0) {
+		while ((c = next_resyncable(n)) >= 0 && !n->leaving) {
 			uint64_t lo = (uint64_t)c * CHUNK_SECT, hi = lo + CHUNK_SECT;
 
 			needed_extent(n, &dlo, &dhi);
@@ -1586,6 +2011,8 @@ static void resync_co(void *arg)
 		trace("n%d resync_end [%" PRIu64 ", %" PRIu64 ")", n->idx, dlo, dhi);
 		r = clr_mdc_resync_end(&n->mdc, dlo, dhi);
 		trace("n%d resync_end: %d", n->idx, r);
+		n->resyncing = false;
+		wake_node(n);
 	}
 }
 
@@ -1597,8 +2024,9 @@ static void recovery_co(void *arg)
 	for (;;) {
 		int r;
 
-		while (!clr_mdc_recovery_pending(&n->mdc))
+		while (!clr_mdc_recovery_pending(&n->mdc) || n->leaving)
 			co_wait_idle(&n->chg, "recovery: idle");
+		n->recovering_now = true;
 		if (S.o.wa_reload) {
 			/* the dead node may have written a role change it never
 			 * announced (died between sb write and METADATA_UPDATED) */
@@ -1613,9 +2041,159 @@ static void recovery_co(void *arg)
 		clr_mdc_stats(&n->mdc, &st1);
 		S.c.takeovers += st1.recovered_slots - st0.recovered_slots;
 		trace("n%d recover: %d", n->idx, r);
+		n->recovering_now = false;
+		wake_node(n);
 		if (r < 0)
 			co_sleep(10);
 	}
+}
+
+/* ------------------------------------------------------------------ */
+/* administration: re-add, NEWDISK, clean leave                        */
+
+static struct fault *add_fault(uint64_t at, int type, int a, int b, uint64_t len);
+
+/*
+ * Re-add of a failed device that kept its data (engine: clr_arr_cl_readd
+ * under metadata): RE_ADD (every node writes it from now on, after its
+ * writes issued without it drained), every slot's bits merged into ours
+ * as NEEDED, the role written back as rebuilding, METADATA_UPDATED; the
+ * bitmap-guided recovery is then our resync (resync lock, windows) and
+ * rebuild_work() marks it in sync.  A refusal or failure rolls back.
+ */
+static void readd_co(void *arg)
+{
+	struct node *n = self();
+	int dev = (int)(intptr_t)arg;
+	int r;
+
+	n->admin = true;
+	trace("n%d re-add dev%d", n->idx, dev);
+	r = admin_meta_begin(n);
+	if (r < 0)
+		goto out;
+	if (!S.sb.member[dev] || !S.sb.faulty[dev]) {
+		trace("n%d re-add dev%d: not faulty", n->idx, dev);
+		admin_meta_end(n, false);
+		goto out;
+	}
+	n->readd_from[dev] = (int)n->slot;
+	start_writing(n, dev);
+	r = clr_mdc_send_readd(&n->mdc, (uint32_t)dev);
+	if (r == 0) {
+		/* our own bits: the chunks we wrote while it was out */
+		for (unsigned c = 0; c < NCHUNK; c++)
+			if (n->dirty[c]) {
+				n->needed[c] = true;
+				n->needed_gen[c]++; /* a copy running now missed it */
+			}
+		r = clr_mdc_gather_bitmaps(&n->mdc);
+	}
+	if (r < 0) {
+		S.c.readd_rollbacks++;
+		trace("n%d re-add dev%d failed (%d): rolled back", n->idx, dev, r);
+		n->rebuild[dev] = false;
+		n->readd_from[dev] = -1;
+		admin_meta_end(n, true);
+		if (!S.stopping)
+			add_fault(S.now + 50 + rndn(200), F_READD, dev, 0, 0);
+		goto out;
+	}
+	sb_write_delay();
+	S.sb.faulty[dev] = false;
+	S.sb.rebuilding[dev] = true;
+	S.sb.rebuilder[dev] = (int)n->slot;
+	S.sb.events++;
+	S.c.readds++;
+	trace("sb: dev%d rebuilding by n%d, events %" PRIu64, dev, n->idx, S.sb.events);
+	apply_sb(n);
+	admin_meta_end(n, true);
+	h_want_resync(n);
+out:
+	n->admin = false;
+	wake_node(n);
+}
+
+/*
+ * NEWDISK (§3.9): the adder writes the spare's superblock, NEWDISK under
+ * metadata; 0: the role goes in as rebuilding (full recovery), -ENOENT:
+ * the spare's superblock is erased; METADATA_UPDATED either way.
+ */
+static void newdisk_co(void *arg)
+{
+	struct node *n = self();
+	int dev = S.spare;
+	uint8_t uuid[16] = { 0xc1, 0x4a, (uint8_t)dev };
+	int r;
+
+	(void)arg;
+	n->admin = true;
+	trace("n%d NEWDISK dev%d: writing its superblock", n->idx, dev);
+	sb_write_delay();
+	S.spare_sb = true;
+	r = admin_meta_begin(n);
+	if (r < 0)
+		goto out;
+	if (S.sb.member[dev]) {
+		admin_meta_end(n, false);
+		goto out;
+	}
+	r = clr_mdc_newdisk(&n->mdc, uuid, (uint32_t)dev);
+	trace("n%d newdisk dev%d: %d", n->idx, dev, r);
+	if (r == -ENOENT && S.o.bug == BUG_NEWDISK_IGNORE)
+		r = 0;
+	if (r < 0) {
+		S.c.newdisk_rollbacks++;
+		sb_write_delay();
+		S.spare_sb = false;
+		trace("n%d NEWDISK dev%d rolled back: superblock erased", n->idx, dev);
+		admin_meta_end(n, true);
+		goto out;
+	}
+	sb_write_delay();
+	S.sb.member[dev] = true;
+	S.sb.faulty[dev] = false;
+	S.sb.rebuilding[dev] = true;
+	S.sb.full[dev] = true;
+	S.sb.rebuilder[dev] = (int)n->slot;
+	S.sb.events++;
+	S.c.newdisks++;
+	trace("sb: new dev%d rebuilding by n%d, events %" PRIu64, dev, n->idx, S.sb.events);
+	start_writing(n, dev);
+	admin_meta_end(n, true);
+	/* every node writes it now: recover every chunk */
+	merge_all(n, dev);
+out:
+	n->admin = false;
+	wake_node(n);
+}
+
+/* Clean stop: threads stopped, then clr_mdc_leave(NEEDED chunks left?). */
+static void leave_co(void *arg)
+{
+	struct node *n = self();
+	bool unclean;
+	int r;
+
+	(void)arg;
+	n->leaving = true;
+	trace("n%d stopping cleanly", n->idx);
+	wake_node(n);
+	wake(&S.wl_chan);
+	while (n->clients_running || n->resyncing || n->recovering_now || n->admin)
+		co_wait(&n->chg, "leave: stopping the node's threads");
+	unclean = next_needed(n) >= 0;
+	if (S.o.bug == BUG_LEAVE_NO_SYNC)
+		unclean = false;
+	if (unclean)
+		S.c.leaves_unclean++;
+	else
+		S.c.leaves_clean++;
+	trace("n%d leave (%s)", n->idx, unclean ? "NEEDED chunks: BITMAP_NEEDS_SYNC" : "clean");
+	r = clr_mdc_leave(&n->mdc, unclean);
+	trace("n%d leave: %d", n->idx, r);
+	n->member = false;
+	add_fault(S.now, F_LEFT, n->idx, 0, 0)->inc = n->inc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1631,9 +2209,19 @@ static void node_fresh(struct node *n)
 	n->slot = slot;
 	n->resync_chunk = -1;
 	n->lvb_reading = -1;
+	n->rx_sender = n->rx_type = -1;
+	for (int d = 0; d < MAXD; d++)
+		n->readd_from[d] = -1;
 	n->inc = ++S.next_inc;
-	for (int d = 0; d < (int)S.o.devices; d++)
-		n->in_sync[d] = !S.sb.faulty[d];
+	if (S.spare >= 0 && S.sb.member[S.spare])
+		n->sees_new = true; /* a restart after the add: it is visible */
+	else
+		n->sees_new = S.spare >= 0 && !(S.lacks_new & (1u << idx));
+	for (int d = 0; d < S.ndev; d++) {
+		n->known[d] = S.sb.member[d];
+		n->in_sync[d] = sb_in_sync(d);
+		n->rebuild[d] = S.sb.member[d] && S.sb.rebuilding[d] && !S.sb.faulty[d];
+	}
 }
 
 static void node_start_workers(struct node *n)
@@ -1691,7 +2279,6 @@ static void drop_node_io(struct node *n)
 }
 
 static void join_co(void *arg);
-static struct fault *add_fault(uint64_t at, int type, int a, int b, uint64_t len);
 
 static void node_teardown(struct node *n, bool crash)
 {
@@ -1836,6 +2423,19 @@ static void join_co(void *arg)
 		apply_sb(n);
 		if (r == 0)
 			clr_mdc_meta_end(&n->mdc, (uint32_t)good_dev(), true);
+		if (S.sb.member[S.spare] && !n->sees_new) {
+			/* A NEWDISK that completed while we started (after its
+			 * broadcast, before our no-new-dev CR): we cannot see a
+			 * member.  Do not run; the admin makes it visible. */
+			trace("n%d cannot see member dev%d: not starting", n->idx, S.spare);
+			S.c.start_refusals++;
+			S.lacks_new &= ~(1u << n->idx);
+			clr_mdc_leave(&n->mdc, next_needed(n) >= 0);
+			n->member = false;
+			n->leaving = true;
+			add_fault(S.now, F_LEFT, n->idx, 0, 0)->inc = n->inc;
+			return;
+		}
 	}
 	n->joined = true;
 	wake_node(n);
@@ -1847,7 +2447,7 @@ static unsigned live_joined(void)
 	unsigned k = 0;
 
 	for (unsigned i = 0; i < S.o.nodes; i++)
-		k += S.n[i].live && S.n[i].joined;
+		k += S.n[i].live && S.n[i].joined && !S.n[i].leaving;
 	return k;
 }
 
@@ -1892,8 +2492,10 @@ static void do_fence(struct fault *f)
 	for (unsigned i = 0; i < S.o.nodes; i++) {
 		struct node *o = &S.n[i];
 
-		if (o->live && o->mdc_init && o->inc != f->inc)
+		if (o->live && o->mdc_init && o->inc != f->inc) {
 			clr_mdc_on_member_failed(&o->mdc, S.n[f->a].slot);
+			o->dead_slots |= 1ull << S.n[f->a].slot;
+		}
 	}
 	removed = clr_lt_remove_owner(S.lt, f->inc, true, lt_emit, NULL);
 	trace("lock table: %d locks of inc %" PRIu64 " removed", removed, f->inc);
@@ -1923,7 +2525,7 @@ static void fire_fault(struct fault *f)
 	case F_CRASH:
 		if (S.stopping || !n->live || !n->mdc_init)
 			return;
-		if (live_joined() - (n->joined ? 1 : 0) < 1)
+		if (live_joined() - (n->joined && !n->leaving ? 1 : 0) < 1)
 			return; /* keep one joined node alive */
 		do_crash(n);
 		break;
@@ -1967,6 +2569,65 @@ static void fire_fault(struct fault *f)
 		trace("SLOW n%d for %" PRIu64, f->a, f->len);
 		S.node_slow_until[f->a] = S.now + f->len;
 		break;
+	case F_HEAL:
+		/* path back, or the device replaced keeping its data */
+		S.c.heals++;
+		trace("HEAL dev%d", f->a);
+		S.d[f->a].dead = false;
+		for (int i = 0; i < MAXN; i++)
+			S.path_lost[i][f->a] = false;
+		add_fault(S.now + 10 + rndn(200), F_READD, f->a, 0, 0);
+		break;
+	case F_READD:
+	case F_NEWDISK:
+	case F_LEAVE: {
+		int cand[MAXN], k = 0, other = 0;
+
+		if (S.stopping)
+			return;
+		for (unsigned i = 0; i < S.o.nodes; i++) {
+			struct node *o = &S.n[i];
+
+			if (!o->live || !o->joined || o->leaving)
+				continue;
+			other++;
+			if (o->admin || (f->type == F_NEWDISK && !o->sees_new) ||
+			    (f->type == F_LEAVE && (int)i != f->a))
+				continue;
+			cand[k++] = (int)i;
+		}
+		if (!k || (f->type == F_LEAVE && other < 2)) {
+			if (f->type != F_LEAVE)
+				add_fault(S.now + 50, f->type, f->a, f->b, 0);
+			return;
+		}
+		n = &S.n[cand[rndn((uint64_t)k)]];
+		if (f->type == F_READD)
+			spawn(n, "re-add", readd_co, (void *)(intptr_t)f->a);
+		else if (f->type == F_NEWDISK)
+			spawn(n, "newdisk", newdisk_co, NULL);
+		else
+			spawn(n, "leave", leave_co, NULL);
+		break;
+	}
+	case F_LEFT:
+		if (!n->live || n->inc != f->inc)
+			return;
+		trace("LEFT n%d (inc %" PRIu64 ", slot %u)", n->idx, n->inc, n->slot);
+		node_teardown(n, false);
+		clr_lt_remove_owner(S.lt, f->inc, false, lt_emit, NULL);
+		if (n->mdc_init) {
+			clr_mdc_destroy(&n->mdc);
+			n->mdc_init = false;
+		}
+		for (unsigned i = 0; i < S.o.nodes; i++)
+			if (S.n[i].live && S.n[i].mdc_init) {
+				S.n[i].dead_slots |= 1ull << n->slot;
+				wake_node(&S.n[i]);
+			}
+		if (!S.stopping && chance(60))
+			add_fault(S.now + 20 + rndn(300), F_RESTART, n->idx, 0, 0);
+		break;
 	}
 }
 
@@ -1995,12 +2656,56 @@ static void plan_faults(void)
 	if (S.o.no_faults)
 		return;
 	S.safe_dev = (int)rndn(S.o.devices);
-	for (unsigned i = 0; i < ncrash; i++)
-		add_fault(1 + rndn(K), F_CRASH, (int)rndn(S.o.nodes), 0, 0);
-	if (chance(35) && (d = pick_faultable_dev()) >= 0)
-		add_fault(1 + rndn(K), F_DEV, d, 0, 0);
-	if (chance(35) && (d = pick_faultable_dev()) >= 0)
-		add_fault(1 + rndn(K), F_PATH, (int)rndn(S.o.nodes), d, 0);
+	uint64_t first_crash = 0, first_heal = 0;
+
+	for (unsigned i = 0; i < ncrash; i++) {
+		uint64_t t = 1 + rndn(K);
+
+		add_fault(t, F_CRASH, (int)rndn(S.o.nodes), 0, 0);
+		if (!first_crash || t < first_crash)
+			first_crash = t;
+	}
+	uint64_t last[MAXD] = { 0 };
+
+	if (chance(35) && (d = pick_faultable_dev()) >= 0) {
+		last[d] = 1 + rndn(K);
+		add_fault(last[d], F_DEV, d, 0, 0);
+	}
+	if (chance(35) && (d = pick_faultable_dev()) >= 0) {
+		uint64_t t = 1 + rndn(K);
+
+		add_fault(t, F_PATH, (int)rndn(S.o.nodes), d, 0);
+		if (t > last[d])
+			last[d] = t;
+	}
+	/* the path comes back, or the device is replaced keeping its data;
+	 * then some node re-adds it */
+	for (d = 0; d < (int)S.o.devices; d++)
+		if (last[d] && !S.o.no_readd && chance(60)) {
+			uint64_t t = last[d] + 50 + rndn(K / 2);
+
+			add_fault(t, F_HEAL, d, 0, 0);
+			first_heal = t;
+		}
+	if (!S.o.no_readd && S.o.nodes > 1 && chance(15))
+		S.readd_refuser = (int)rndn(S.o.nodes);
+	if (!S.o.no_newdisk && chance(30)) {
+		add_fault(1 + rndn(K), F_NEWDISK, 0, 0, 0);
+		if (S.o.nodes > 1 && chance(40))
+			S.lacks_new = 1u << rndn(S.o.nodes);
+	}
+	if (!S.o.no_leave && S.o.nodes > 1 && chance(30)) {
+		/* often while a takeover's resync or a rebuild runs: a leaver
+		 * with NEEDED chunks */
+		uint64_t t = 1 + rndn(K);
+		unsigned w = (unsigned)rndn(3);
+
+		if (w == 1 && first_crash)
+			t = first_crash + 70 + rndn(150);
+		else if (w == 2 && first_heal)
+			t = first_heal + 100 + rndn(300);
+		add_fault(t, F_LEAVE, (int)rndn(S.o.nodes), 0, 0);
+	}
 	if (chance(30))
 		add_fault(1 + rndn(K), F_SLOW_DEV, (int)rndn(S.o.devices), 0,
 			  50 + rndn(300));
@@ -2160,13 +2865,40 @@ static void final_checks(void)
 		if (st.pending)
 			fail("(g) n%d left slots %" PRIx64 " waiting for takeover",
 			     n->idx, st.pending);
+		for (int d = 0; d < S.ndev; d++)
+			if (S.sb.member[d] && S.sb.rebuilding[d] && !S.sb.faulty[d])
+				fail("(g) dev%d still rebuilding (rebuilder slot %d)", d,
+				     S.sb.rebuilder[d]);
+	}
+	/* (g) once quiet, read balancing is back everywhere: no node keeps
+	 * a window or dirty extent nobody will ever end (the core's fields
+	 * are read here for the message only) */
+	bool quiet = true;
+
+	for (unsigned i = 0; i < S.o.nodes; i++)
+		if (S.n[i].live && S.n[i].joined && next_needed(&S.n[i]) >= 0)
+			quiet = false;
+	for (unsigned i = 0; i < S.o.nodes && quiet && !S.failed; i++) {
+		struct node *n = &S.n[i];
+
+		if (!n->live || !n->joined ||
+		    !clr_mdc_read_first(&n->mdc, 0, (uint64_t)NBLK * BLK_SECT))
+			continue;
+		for (unsigned s = 0; s < S.o.nodes; s++)
+			if (n->mdc.dirty_hi[s] || n->mdc.win_from == (int)s)
+				fail("(g) n%d keeps slot %u's dirty extent [%" PRIu64 ", %" PRIu64
+				     ") / window (from %d) though nothing is NEEDED anywhere:"
+				     " reads stay on the first device", n->idx, s,
+				     n->mdc.dirty_lo[s], n->mdc.dirty_hi[s], n->mdc.win_from);
+		if (!S.failed)
+			fail("(g) n%d reads first-device only at the end", n->idx);
 	}
 	/* (f) all in-sync legs identical */
 	for (unsigned b = 0; b < NBLK && !S.failed; b++) {
 		int d0 = good_dev();
 
-		for (int d = 0; d < (int)S.o.devices; d++)
-			if (!S.sb.faulty[d] && S.d[d].data[b] != S.d[d0].data[b])
+		for (int d = 0; d < S.ndev; d++)
+			if (sb_in_sync(d) && S.d[d].data[b] != S.d[d0].data[b])
 				fail("(f) block %u differs: dev%d %" PRIx64 " dev%d %" PRIx64,
 				     b, d0, S.d[d0].data[b], d, S.d[d].data[b]);
 	}
@@ -2180,11 +2912,12 @@ static void final_checks(void)
 		for (unsigned b = 0; b < NBLK; b++) {
 			bool first = read_must_be_first(n, b, 1);
 
-			for (int d = 0; d < (int)S.o.devices; d++) {
+			for (int d = 0; d < S.ndev; d++) {
 				if (!n->in_sync[d])
 					continue;
-				if (S.sb.faulty[d])
-					fail("(e) n%d still uses faulty dev%d", n->idx, d);
+				if (!sb_in_sync(d))
+					fail("(e) n%d still reads dev%d, not in sync in the"
+					     " superblock", n->idx, d);
 				check_read(n, b, S.d[d].data[b], d, "final read");
 				if (first)
 					break;
@@ -2204,8 +2937,8 @@ static void final_checks(void)
 		for (unsigned c = 0; c < NCHUNK; c++) {
 			unsigned on = 0;
 
-			for (int d = 0; d < (int)S.o.devices; d++)
-				if (!S.sb.faulty[d])
+			for (int d = 0; d < S.ndev; d++)
+				if (sb_in_sync(d))
 					on += S.d[d].bm[s][c];
 			if (on)
 				S.c.orphan_bits++;
@@ -2243,6 +2976,13 @@ static void sim_reset(const struct opts *o, uint64_t seed)
 	S.lt = clr_lt_new();
 	S.stop_at = o->steps;
 	S.bound = o->steps * 20 + 20000;
+	S.ndev = (int)o->devices + 1;
+	S.spare = (int)o->devices;
+	S.readd_refuser = -1;
+	for (int d = 0; d < S.ndev; d++) {
+		S.sb.member[d] = d != S.spare;
+		S.sb.rebuilder[d] = -1;
+	}
 	for (unsigned b = 0; b < NBLK; b++)
 		S.blk[b].writer = -1;
 	for (unsigned i = 0; i < MAXN; i++) {
@@ -2276,8 +3016,11 @@ static void usage(void)
 		"           [--steps K] [--inject-bug NAME] [--drain-legs]\n"
 		"           [--trust-loaded-bits] [--no-start-sb] [--no-faults]\n"
 		"           [--no-write-retry] [--no-write-behind]\n"
+		"           [--no-readd] [--no-newdisk] [--no-leave]\n"
+		"           [--resync-merged-early]\n"
 		"           [--workaround join-announce|reload-after-death|\n"
-		"                         join-lvb-order|lvb-invalid-zero|all]\n"
+		"                         join-lvb-order|lvb-invalid-zero|\n"
+		"                         join-takeover-lvb|all]\n"
 		"           [--replay-check] [--expect-fail] [-v]\n"
 		"bugs:");
 	for (int i = 1; i < BUG_NCOUNT; i++)
@@ -2339,9 +3082,11 @@ int main(int argc, char **argv)
 				o.wa_join_lvb = true;
 			else if (!strcmp(v, "lvb-invalid-zero"))
 				o.wa_lvb_zero = true;
+			else if (!strcmp(v, "join-takeover-lvb"))
+				o.wa_join_vacated = true;
 			else if (!strcmp(v, "all"))
 				o.wa_join_announce = o.wa_reload = o.wa_join_lvb =
-					o.wa_lvb_zero = true;
+					o.wa_lvb_zero = o.wa_join_vacated = true;
 			else
 				usage();
 			i++;
@@ -2353,6 +3098,14 @@ int main(int argc, char **argv)
 			o.no_start_sb = true;
 		} else if (!strcmp(s, "--trust-loaded-bits")) {
 			o.trust_loaded = true;
+		} else if (!strcmp(s, "--no-readd")) {
+			o.no_readd = true;
+		} else if (!strcmp(s, "--no-newdisk")) {
+			o.no_newdisk = true;
+		} else if (!strcmp(s, "--resync-merged-early")) {
+			o.resync_merged_early = true;
+		} else if (!strcmp(s, "--no-leave")) {
+			o.no_leave = true;
 		} else if (!strcmp(s, "--no-faults")) {
 			o.no_faults = true;
 		} else if (!strcmp(s, "--replay-check")) {
@@ -2375,13 +3128,22 @@ int main(int argc, char **argv)
 		ADDOPT(" --drain-legs");
 	if (o.no_faults)
 		ADDOPT(" --no-faults");
+	if (o.no_readd)
+		ADDOPT(" --no-readd");
+	if (o.no_newdisk)
+		ADDOPT(" --no-newdisk");
+	if (o.no_leave)
+		ADDOPT(" --no-leave");
+	if (o.resync_merged_early)
+		ADDOPT(" --resync-merged-early");
 	if (o.no_start_sb)
 		ADDOPT(" --no-start-sb");
 	if (o.no_write_retry)
 		ADDOPT(" --no-write-retry");
 	if (o.no_write_behind)
 		ADDOPT(" --no-write-behind");
-	if (o.wa_join_announce && o.wa_reload && o.wa_join_lvb && o.wa_lvb_zero) {
+	if (o.wa_join_announce && o.wa_reload && o.wa_join_lvb && o.wa_lvb_zero &&
+	    o.wa_join_vacated) {
 		ADDOPT(" --workaround all");
 	} else {
 	if (o.wa_join_announce)
@@ -2392,6 +3154,8 @@ int main(int argc, char **argv)
 		ADDOPT(" --workaround join-lvb-order");
 	if (o.wa_lvb_zero)
 		ADDOPT(" --workaround lvb-invalid-zero");
+	if (o.wa_join_vacated)
+		ADDOPT(" --workaround join-takeover-lvb");
 	}
 	if (o.trust_loaded)
 		ADDOPT(" --trust-loaded-bits");
@@ -2439,11 +3203,18 @@ int main(int argc, char **argv)
 	       PRIu64 ", slow-io %" PRIu64 ", takeovers %" PRIu64 ", resync chunks %"
 	       PRIu64 ", messages %" PRIu64 ", writes acked %" PRIu64
 	       ", reads checked %" PRIu64 ", reopened %" PRIu64 ", partial-flush orphan bits %" PRIu64
-	       ", join retries %" PRIu64 ", write retries %" PRIu64 ", steps %" PRIu64 " (%.1f s)\n",
+	       ", join retries %" PRIu64 ", write retries %" PRIu64
+	       "; leaves clean %" PRIu64 " / with NEEDED %" PRIu64 ", heals %" PRIu64
+	       ", re-adds %" PRIu64 " (rolled back %" PRIu64 "), newdisks %" PRIu64
+	       " (rolled back %" PRIu64 "), rebuilds done %" PRIu64 " (resumed by a survivor %"
+	       PRIu64 "), starts refused (member unseen) %" PRIu64 ", steps %" PRIu64 " (%.1f s)\n",
 	       S.c.seeds, S.c.failures, S.c.crashes, S.c.restarts, S.c.dev_failures,
 	       S.c.path_losses, S.c.slow_io, S.c.takeovers, S.c.resync_chunks,
 	       S.c.msgs, S.c.writes_acked, S.c.reads_checked, S.c.reopened, S.c.orphan_bits,
-	       S.c.join_retries, S.c.write_retries, S.c.steps,
+	       S.c.join_retries, S.c.write_retries, S.c.leaves_clean, S.c.leaves_unclean,
+	       S.c.heals, S.c.readds, S.c.readd_rollbacks, S.c.newdisks,
+	       S.c.newdisk_rollbacks, S.c.rebuilds_done, S.c.adoptions,
+	       S.c.start_refusals, S.c.steps,
 	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	return 0;
 }
