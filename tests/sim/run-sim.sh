@@ -2,15 +2,12 @@
 # make check: the cluster simulator over several configurations, plus a
 # determinism check (two runs of a seed give the same trace digest).
 #
-# SIM_SEEDS scales the run (seeds per configuration, default 600).
+# SIM_SEEDS scales the run (seeds per configuration, default 1000).
 set -e
 sim="${top_builddir:-.}/tests/sim/sim"
-n="${SIM_SEEDS:-750}"
-# Host-side stand-ins for two protocol-core fixes (see README: a joiner
-# applies the LVB of a slot a survivor is taking over, i.e. the departed
-# owner's window / dirty extent, and keeps it forever).  Remove once the
-# core ignores such LVBs.
-wa="--workaround lvb-invalid-zero --workaround join-takeover-lvb"
+n="${SIM_SEEDS:-1000}"
+# No --workaround: every protocol-core finding is fixed (see README).
+wa=""
 total=0
 start=$(date +%s)
 # The engine announces itself with METADATA_UPDATED after join, as md does;

@@ -3,7 +3,7 @@
 # one rule in the simulator's own model; some seed in 1-500 must catch it.
 set -e
 sim="${top_builddir:-.}/tests/sim/sim"
-wa="--workaround lvb-invalid-zero --workaround join-takeover-lvb"
+wa=""
 for bug in bitmap-after-data balance-in-recovery no-drain ignore-window \
 	   ack-before-fail clear-pending resync-any-source readd-read-early \
 	   readd-no-write newdisk-ignore-enoent leave-no-needs-sync; do

@@ -1334,6 +1334,14 @@ static void h_log(void *arg, int prio, const char *msg)
 	trace("n%d mdc: %s", n->idx, msg);
 }
 
+static void needed_extent(struct node *n, uint64_t *lo, uint64_t *hi);
+
+static int h_needed_extent(void *arg, uint64_t *lo, uint64_t *hi)
+{
+	needed_extent(arg, lo, hi);
+	return 0;
+}
+
 static const struct clr_mdc_host host_ops = {
 	.lock = h_lock,
 	.unlock = h_unlock,
@@ -1342,6 +1350,7 @@ static const struct clr_mdc_host host_ops = {
 	.bitmap_clear = h_bitmap_clear,
 	.bitmap_merge = h_bitmap_merge,
 	.want_resync = h_want_resync,
+	.needed_extent = h_needed_extent,
 	.pause = h_pause,
 	.drain = h_drain,
 	.reload_sb = h_reload_sb,
