@@ -302,6 +302,14 @@ static int build(struct clr_array *a, struct probe *p, unsigned n, unsigned f, s
             m->state = ARR_M_REBUILDING;
             m->recovery_offset = p[i].sb.recovery_offset;
             m->bitmap_recovery = p[i].sb.feature_map & CLR_MD_FEAT_RECOVERY_BITMAP;
+            if (a->cluster) {
+                /* another node may be rebuilding or re-adding it right
+                 * now (we do not know which): written, never read, never
+                 * recovered here unless its rebuilder is gone or we are
+                 * alone (array_cluster.c) */
+                m->remote_rebuild = true;
+                m->rebuilder = -1;
+            }
         } else {
             m->state = ARR_M_IN_SYNC;
             failed[m->role] = false;

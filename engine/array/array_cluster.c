@@ -74,7 +74,11 @@ struct arr_cluster {
     bool frozen_by_cluster;
     int members;                    /* live members at the last event (mu) */
     char backend[16];
-    uint64_t dead_pending;          /* slots that died: orphans to settle (mu) */
+    uint64_t dead_pending;          /* slots that died: NEWDISK candidates
+                                     * to settle (mu) */
+    uint64_t orphan_pending;        /* slots whose rebuilds nobody drives
+                                     * any more: died, left unclean, or
+                                     * came back as a new incarnation (mu) */
     /* status timestamps, wall-clock ms (mu) */
     int64_t recovery_started_ms, read_balancing_restored_ms, takeover_at_ms;
 };
@@ -339,13 +343,25 @@ static int bcast_recv(void *arg, const struct clr_bcast_msg *m)
         tl_settle_all = d.type == CLR_MDC_METADATA_UPDATED;
         if (d.type == CLR_MDC_TAKEOVER && d.sender >= 0 && d.slot == (uint32_t)d.sender &&
             d.slot < 64) {
-            /* that slot is alive again: nothing of it is orphaned */
+            /* that slot is alive again: none of its NEWDISKs is orphaned;
+             * but a new incarnation drives no rebuild of the old one (it
+             * loads every rebuilding member as driven elsewhere) */
             pthread_mutex_lock(&cl->mu);
             cl->dead_pending &= ~(1ull << d.slot);
+            cl->orphan_pending |= 1ull << d.slot;
             pthread_mutex_unlock(&cl->mu);
         }
     }
     rc = clr_mdc_receive(&cl->mdc, m);
+    if (tl_rx_type == CLR_MDC_BITMAP_NEEDS_SYNC && tl_rx_sender >= 0 && tl_rx_sender < 64) {
+        /* the sender leaves unclean (dirty chunks, or a rebuild it drove):
+         * once its slot is taken over (queued by the core just now), what
+         * it was rebuilding resumes here (resume_orphans) */
+        pthread_mutex_lock(&cl->mu);
+        cl->orphan_pending |= 1ull << tl_rx_sender;
+        pthread_cond_broadcast(&cl->cond);
+        pthread_mutex_unlock(&cl->mu);
+    }
     tl_rx_sender = tl_rx_type = -1;
     tl_settle_all = false;
     return rc;
@@ -652,6 +668,16 @@ static int read_newest_sb(struct clr_array *a, struct clr_md_sb *sb)
     return 0;
 }
 
+/* Member @dn (role @role here) is in sync on disk: its own superblock,
+ * as new as the newest, carries the role and no recovery.  (A spare's
+ * superblock from before its activation is neither.) */
+static bool recovered_elsewhere(const struct clr_md_sb *own, const struct clr_md_sb *sb, uint32_t dn,
+                                int role)
+{
+    return role >= 0 && dn < sb->max_dev && dn < own->max_dev && sb->dev_roles[dn] == (uint16_t)role &&
+           own->dev_roles[dn] == (uint16_t)role && !member_recovering(own) && own->events >= sb->events;
+}
+
 int clr_arr_cl_rebuild_check(struct clr_array *a, struct arr_member *m, uint64_t *off)
 {
     struct clr_md_sb own, sb;
@@ -668,8 +694,7 @@ int clr_arr_cl_rebuild_check(struct clr_array *a, struct arr_member *m, uint64_t
     pthread_mutex_unlock(&a->lock);
     if (!io || role < 0 || read_sb_io(io, a->sb.set_uuid, &own) != 0 || read_newest_sb(a, &sb) != 0)
         return 0;
-    if (dn < sb.max_dev && sb.dev_roles[dn] == (uint16_t)role && !member_recovering(&own) &&
-        own.events + 1 >= sb.events)
+    if (recovered_elsewhere(&own, &sb, dn, role))
         return 1;
     if (member_recovering(&own) && !(own.feature_map & CLR_MD_FEAT_RECOVERY_BITMAP) &&
         own.recovery_offset > *off)
@@ -739,6 +764,13 @@ static int reload_sb_dead(struct clr_array *a, uint32_t dev_number, uint64_t dea
         if (m->dev_number >= sb.max_dev || m->state == ARR_M_REMOVED)
             continue;
         r = sb.dev_roles[m->dev_number];
+        if (r == CLR_MD_ROLE_FAULTY && m->state == ARR_M_REBUILDING && m->readd_events &&
+            sb.events <= m->readd_events) {
+            /* written before its RE_ADD (the re-adder still holds
+             * `metadata` and has not written the role yet, or died
+             * before): not a new failure */
+            continue;
+        }
         if (r == CLR_MD_ROLE_FAULTY && m->state != ARR_M_FAULTY) {
             clr_arr_log(a, LOG_ERR, "%s: marked faulty by another node", m->path);
             clr_arr_mark_faulty_remote_locked(a, m);
@@ -761,7 +793,15 @@ static int reload_sb_dead(struct clr_array *a, uint32_t dev_number, uint64_t dea
         if (!have[i] || m->state != ARR_M_REBUILDING || !m->remote_rebuild || m->role < 0 ||
             m->dev_number >= sb.max_dev || sb.dev_roles[m->dev_number] != (uint16_t)m->role)
             continue;
-        if (!member_recovering(&own[i]) && own[i].events + 1 >= sb.events) {
+        if (member_recovering(&own[i]) && !(own[i].feature_map & CLR_MD_FEAT_RECOVERY_BITMAP) &&
+            own[i].recovery_offset > m->recovery_offset) {
+            /* its checkpoint moved: only its rebuilder moves it (every
+             * other node writes back at most what it saw announced) */
+            m->recovery_offset = own[i].recovery_offset;
+            if (m->rebuilder < 0 && tl_rx_type == CLR_MDC_METADATA_UPDATED && tl_rx_sender >= 0)
+                m->rebuilder = tl_rx_sender;
+        }
+        if (recovered_elsewhere(&own[i], &sb, m->dev_number, m->role)) {
             m->state = ARR_M_IN_SYNC;
             m->remote_rebuild = false;
             m->bitmap_recovery = false;
@@ -958,6 +998,10 @@ static int h_remote_readd(void *arg, uint32_t dev_number)
         m->remote_rebuild = true;
         m->rebuilder = tl_rx_sender;
         m->bitmap_recovery = true;
+        m->bits_gathered = false;
+        /* a superblock not newer than this still shows it faulty: a reload
+         * outside `metadata` before the re-adder writes must not undo it */
+        m->readd_events = a->sb.events;
         a->role_mem[role] = m;
         clr_arr_recompute_locked(a);
         clr_arr_log(a, LOG_NOTICE, "%s: re-added by another node: written from now on", m->path);
@@ -1004,8 +1048,10 @@ static void cl_event(struct clr_ls *ls, const struct clr_ls_event *ev, void *arg
     if (ev->type == CLR_LS_EV_PREP || ev->type == CLR_LS_EV_MEMBER_FAILED) {
         pthread_mutex_lock(&cl->mu);
         cl->recovery_started_ms = clr_arr_wall_ms();
-        if (ev->type == CLR_LS_EV_MEMBER_FAILED && ev->slot >= 1 && ev->slot <= 64)
+        if (ev->type == CLR_LS_EV_MEMBER_FAILED && ev->slot >= 1 && ev->slot <= 64) {
             cl->dead_pending |= 1ull << (ev->slot - 1);
+            cl->orphan_pending |= 1ull << (ev->slot - 1);
+        }
         pthread_mutex_unlock(&cl->mu);
     }
     switch (ev->type) {
@@ -1041,12 +1087,15 @@ static void cl_event(struct clr_ls *ls, const struct clr_ls_event *ev, void *arg
     }
 }
 
-/* Members that slots in @dead were rebuilding: nobody drives them any
- * more. The rebuild resumes here (from the checkpoint in the member's own
+/* Members that slots in @dead were rebuilding (or, @alone, every member
+ * rebuilt elsewhere: nobody else is left): nobody drives them any more.
+ * The rebuild resumes here (from the checkpoint in the member's own
  * superblock; a re-add's gathered bits died with its node: a full
- * recovery). Several survivors may resume: they take turns on `resync`
- * and the later ones find it done (run_recover re-checks). */
-static void resume_orphans(struct arr_cluster *cl, uint64_t dead)
+ * recovery). A member whose rebuilder we do not know (we started during
+ * it) waits for its superblock to show it in sync, or for us to be alone.
+ * Several survivors may resume: they take turns on `resync` and the later
+ * ones find it done (run_recover re-checks before writing anything). */
+static void resume_orphans(struct arr_cluster *cl, uint64_t dead, bool alone)
 {
     struct clr_array *a = cl->a;
     struct arr_member *orph[ARR_MAX_MEMBERS];
@@ -1057,10 +1106,12 @@ static void resume_orphans(struct arr_cluster *cl, uint64_t dead)
         struct arr_member *m = a->mem[i];
 
         if (m->state == ARR_M_REBUILDING && m->remote_rebuild && m->io &&
-            (m->rebuilder < 0 || (m->rebuilder < 64 && (dead & (1ull << m->rebuilder)))))
+            (alone || (m->rebuilder >= 0 && m->rebuilder < 64 && (dead & (1ull << m->rebuilder)))))
             orph[n++] = m;
     }
     pthread_mutex_unlock(&a->lock);
+    if (!n)
+        return;
     for (unsigned i = 0; i < n; i++) {
         struct arr_member *m = orph[i];
         struct clr_md_sb own;
@@ -1073,9 +1124,10 @@ static void resume_orphans(struct arr_cluster *cl, uint64_t dead)
             m->remote_rebuild = false;
             m->rebuilder = -1;
             m->bitmap_recovery = false;
+            m->bits_gathered = false;
             m->recovery_offset = off;
-            clr_arr_log(a, LOG_NOTICE, "%s: the node rebuilding it died: recovery resumes here from sector %" PRIu64,
-                        m->path, off);
+            clr_arr_log(a, LOG_NOTICE, "%s: %s: recovery resumes here from sector %" PRIu64, m->path,
+                        alone ? "no other node is left to rebuild it" : "the node rebuilding it is gone", off);
             clr_arr_sync_kick_locked(a);
         }
         pthread_mutex_unlock(&a->lock);
@@ -1103,8 +1155,8 @@ static void *rec_main(void *arg)
 
     pthread_mutex_lock(&cl->mu);
     while (!cl->stop) {
-        uint64_t g = cl->gen, dead;
-        bool pend;
+        uint64_t g = cl->gen, dead, orphans;
+        bool pend, alone;
         int rc = 0;
 
         pthread_mutex_unlock(&cl->mu);
@@ -1113,15 +1165,28 @@ static void *rec_main(void *arg)
         if (pend)
             rc = clr_mdc_recover(&cl->mdc);
         note_balancing(cl);
-        pend = clr_mdc_recovery_pending(&cl->mdc);     /* not under cl->mu: changed() nests the other way */
+        /* the masks first, then the queue (not under cl->mu: changed()
+         * nests the other way): a slot is marked only after the core
+         * queued its takeover, so a mark seen here is never ahead of it */
         pthread_mutex_lock(&cl->mu);
-        dead = rc == 0 && !pend ? cl->dead_pending : 0;
+        dead = cl->dead_pending;
+        orphans = cl->orphan_pending;
+        alone = cl->members == 1;
+        pthread_mutex_unlock(&cl->mu);
+        pend = clr_mdc_recovery_pending(&cl->mdc);
+        if (rc || pend)
+            dead = orphans = 0;
+        pthread_mutex_lock(&cl->mu);
         cl->dead_pending &= ~dead;
-        if (dead && !cl->stop) {
-            /* the dead slots are taken over: what they left half done */
+        cl->orphan_pending &= ~orphans;
+        if ((dead || orphans || alone) && !cl->stop) {
+            /* the slots that went are taken over: what they left half done */
             pthread_mutex_unlock(&cl->mu);
-            reload_sb_dead(cl->a, CLR_MDC_ANY_DEV, dead);
-            resume_orphans(cl, dead);
+            if (dead)
+                reload_sb_dead(cl->a, CLR_MDC_ANY_DEV, dead);
+            else if (orphans)
+                reload_sb(cl->a, CLR_MDC_ANY_DEV);
+            resume_orphans(cl, orphans, alone && !pend && rc == 0);
             pthread_mutex_lock(&cl->mu);
         }
         if (cl->stop)
@@ -1291,6 +1356,7 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
     int rc, slot;
     unsigned nodes;
     uint64_t win;
+    bool was_nowait;
 
     clr_arr_cl_free(a);     /* a previous run's */
     cl = calloc(1, sizeof *cl);
@@ -1358,6 +1424,10 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
         clr_err_set(e, rc, "cannot join the cluster broadcast channel: %s", strerror(-rc));
         goto fail;
     }
+    /* A member failing during join (bitmap merge) or the write-back below
+     * must not wait for a thaw nobody can give (we are inside run): the
+     * start fails instead. */
+    was_nowait = clr_arr_nowait(true);
     for (int tries = 0;; tries++) {
         rc = clr_mdc_join(&cl->mdc);
         if (rc != -EBUSY || tries >= 50)
@@ -1367,6 +1437,7 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
         nanosleep(&ts, NULL);
     }
     if (rc) {
+        clr_arr_nowait(was_nowait);
         clr_err_set(e, rc, "cannot join the cluster as slot %u: %s%s", a->slot, strerror(-rc),
                     rc == -EBUSY ? " (slot already owned: another engine of this array runs here?)" : "");
         goto fail;
@@ -1377,8 +1448,16 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
      * lock (it cleared the slot): write them back before any client write
      * counts on them. */
     rc = clr_arr_bm_flush(a);
-    if (rc) {
+    clr_arr_nowait(was_nowait);
+    if (rc == 0) {
+        pthread_mutex_lock(&a->lock);
+        if (a->frozen)
+            rc = clr_err_set(e, -EIO, "a member failed while joining the cluster and the failure could not be recorded and announced: not started");
+        pthread_mutex_unlock(&a->lock);
+    } else {
         clr_err_set(e, rc, "cannot write bitmap slot %u after joining: %s", a->slot, strerror(-rc));
+    }
+    if (rc) {
         {
             uint64_t lo, hi;
 

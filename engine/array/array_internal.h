@@ -53,6 +53,11 @@ struct arr_member {
                                      * to it, errors ignored, never read */
     int rebuilder;                  /* remote_rebuild: slot that rebuilds
                                      * it (-1: unknown) */
+    bool bits_gathered;             /* cluster re-add driven here: every
+                                     * slot's bits were merged into ours */
+    uint64_t readd_events;          /* superblock events when its RE_ADD
+                                     * began (0: none): an older or equal
+                                     * superblock's FAULTY predates it */
     struct clr_io_dev *io;
 };
 
@@ -209,8 +214,9 @@ void clr_arr_log(struct clr_array *a, int prio, const char *fmt, ...)
 uint64_t clr_arr_now_ns(void);
 int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean);
 int clr_arr_member_failed(struct clr_array *a, struct arr_member *m, int err);
-/* this thread must not wait for a thaw (management calls) */
-void clr_arr_nowait(bool on);
+/* this thread must not wait for a thaw (management calls, start);
+ * returns the previous setting */
+bool clr_arr_nowait(bool on);
 void clr_arr_recompute_locked(struct clr_array *a);
 int clr_arr_wait_thaw(struct clr_array *a);
 int clr_arr_bm_start_write(struct clr_array *a, uint64_t ss, uint64_t sn);
@@ -272,6 +278,9 @@ void clr_arr_cl_status(struct clr_array *a, json_object *o, uint64_t *lock_ops,
 /* failures inside a range-locked section are written after it (cluster) */
 void clr_arr_defer_begin(struct clr_array *a);
 int clr_arr_defer_end(struct clr_array *a);
+/* a write-behind leg failed: before the ack, wait until the failure's
+ * announcer released `metadata` (every node stopped reading the member) */
+int clr_arr_behind_failed(struct clr_array *a, struct arr_member *m);
 bool clr_arr_mark_faulty_remote_locked(struct clr_array *a, struct arr_member *m);
 void clr_arr_take_spare_locked(struct clr_array *a, int role);
 

@@ -90,6 +90,12 @@ static int legs_settle(struct clr_array *a, struct arr_leg *legs, unsigned n, un
     int rc = 0;
 
     for (unsigned i = 0; i < n; i++) {
+        if (legs[i].res < 0 && legs[i].behind) {
+            /* not acked before every node stopped reading it */
+            if (clr_arr_behind_failed(a, legs[i].m) == -EAGAIN)
+                rc = -EAGAIN;
+            continue;
+        }
         if (legs[i].res >= 0 || legs[i].behind)
             continue;
         if (bad)

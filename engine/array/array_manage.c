@@ -507,6 +507,10 @@ static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_e
                          (sb.feature_map & CLR_MD_FEAT_RECOVERY_BITMAP);
     m->recovery_offset = 0;
     m->remote_rebuild = false;
+    m->bits_gathered = false;
+    /* our `metadata` reload: a superblock not newer than this still shows
+     * it faulty (a reload outside `metadata` must not undo the re-add) */
+    m->readd_events = a->sb.events;
     a->role_mem[role] = m;
     a->frozen = a->thaw_err = false;
     gen = ++a->state_gen;
@@ -538,6 +542,10 @@ static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_e
             return clr_err_set(e, rc, "%s: re-add not taken by every node (%s): rolled back, it stays faulty",
                                path, strerror(-rc));
         }
+        pthread_mutex_lock(&a->lock);
+        if (m->state == ARR_M_REBUILDING && m->bitmap_recovery)
+            m->bits_gathered = true;    /* the pass may mark it in sync */
+        pthread_mutex_unlock(&a->lock);
         clr_arr_log(a, LOG_NOTICE, "%s: re-added in role %d, resyncing the bitmap's dirty chunks", path, role);
         rc = clr_arr_sb_update(a, gen, false);     /* inside our `metadata` */
         {

@@ -230,6 +230,7 @@ bool clr_arr_mark_faulty_remote_locked(struct clr_array *a, struct arr_member *m
     m->write_behind = m->state == ARR_M_IN_SYNC && m->io;
     m->state = ARR_M_FAULTY;
     m->remote_rebuild = false;
+    m->bits_gathered = false;
     m->faulty_gen = a->state_gen;   /* already on disk: nothing to write */
     if (role >= 0 && a->role_mem[role] == m)
         a->role_mem[role] = NULL;
@@ -240,18 +241,27 @@ bool clr_arr_mark_faulty_remote_locked(struct clr_array *a, struct arr_member *m
 /* Superblock updates for failures seen inside a range-locked section
  * (client write, sync unit) wait until the section ends (cluster mode):
  * a remote resync's drain must never wait for our broadcast. */
+static __thread bool tl_nowait;    /* see clr_arr_nowait() */
 static __thread struct clr_array *tl_defer;
 static __thread uint64_t tl_defer_gen;
+/* write-behind legs that failed inside the section (their members) */
+#define DEFER_BEHIND_MAX 8
+static __thread struct arr_member *tl_behind[DEFER_BEHIND_MAX];
+static __thread unsigned tl_nbehind;
+static __thread bool tl_behind_any;
 
 void clr_arr_defer_begin(struct clr_array *a)
 {
     if (a->cl && !tl_defer) {
         tl_defer = a;
         tl_defer_gen = 0;
+        tl_nbehind = 0;
+        tl_behind_any = false;
     }
 }
 
 static int announce_failure(struct clr_array *a, uint64_t gen);
+static int behind_barrier(struct clr_array *a, struct arr_member *const *ms, unsigned n);
 
 int clr_arr_defer_end(struct clr_array *a)
 {
@@ -270,7 +280,66 @@ int clr_arr_defer_end(struct clr_array *a)
         if (lf > gen && lf > atomic_load(&a->sb_announced_gen))
             gen = lf;
     }
+    if (tl_behind_any) {
+        int rc = gen ? announce_failure(a, gen) : 0;
+
+        tl_behind_any = false;
+        if (rc == 0)
+            rc = behind_barrier(a, tl_behind, tl_nbehind);
+        tl_nbehind = 0;
+        return rc;
+    }
     return gen ? announce_failure(a, gen) : 0;
+}
+
+/* A write-behind leg failed (a member another node failed, that we keep
+ * current for the nodes which have not processed that failure yet).
+ * Its announcer holds `metadata` until every node processed the update:
+ * once we got and released it, nobody reads the member any more, so the
+ * write may be acked without the leg, and we stop writing it. */
+static int behind_barrier(struct clr_array *a, struct arr_member *const *ms, unsigned n)
+{
+    for (;;) {
+        int rc = clr_arr_cl_meta_begin(a);
+
+        if (rc == 0) {
+            clr_arr_cl_meta_end(a, false);
+            pthread_mutex_lock(&a->lock);
+            for (unsigned i = 0; i < n; i++)
+                ms[i]->write_behind = false;
+            pthread_mutex_unlock(&a->lock);
+            return 0;
+        }
+        if (a->crashed)
+            return 0;
+        pthread_mutex_lock(&a->lock);
+        if (!a->frozen && !a->stopping)
+            clr_arr_log(a, LOG_CRIT, "a write-behind leg failed and the cluster metadata lock cannot be taken (%s): array frozen; 'clraid thaw %s --error' fails the blocked I/O",
+                        strerror(-rc), a->name);
+        a->frozen = true;
+        pthread_mutex_unlock(&a->lock);
+        if (tl_nowait)
+            return rc;
+        rc = clr_arr_wait_thaw(a);
+        if (rc)
+            return rc;
+    }
+}
+
+int clr_arr_behind_failed(struct clr_array *a, struct arr_member *m)
+{
+    if (!a->cl)
+        return 0;
+    if (tl_defer == a) {
+        tl_behind_any = true;
+        for (unsigned i = 0; i < tl_nbehind; i++)
+            if (tl_behind[i] == m)
+                return 0;
+        if (tl_nbehind < DEFER_BEHIND_MAX)
+            tl_behind[tl_nbehind++] = m;
+        return 0;
+    }
+    return behind_barrier(a, &m, 1) ? -EAGAIN : 0;
 }
 
 /* Marks @m Faulty under lock; false if that would leave too little redundancy. */
@@ -285,6 +354,7 @@ static bool mark_faulty_locked(struct clr_array *a, struct arr_member *m)
     if (m->state == ARR_M_IN_SYNC && !clr_arr_enough_without(a, role))
         return false;
     m->write_behind = false;
+    m->bits_gathered = false;
     m->state = ARR_M_FAULTY;
     m->faulty_gen = ++a->state_gen;
     atomic_store(&a->local_fail_gen, m->faulty_gen);
@@ -334,11 +404,12 @@ int clr_arr_member_failed(struct clr_array *a, struct arr_member *m, int err)
  * (§6: like a lost last copy, no error reaches the client; the policy
  * module fences this node, or the operator thaws it with --error, which
  * fails the request with EIO); a thaw without error retries. */
-static __thread bool tl_nowait;
-
-void clr_arr_nowait(bool on)
+bool clr_arr_nowait(bool on)
 {
+    bool was = tl_nowait;
+
     tl_nowait = on;
+    return was;
 }
 
 static int announce_failure(struct clr_array *a, uint64_t gen)
@@ -944,9 +1015,16 @@ static int array_stop(struct clr_array *a)
     pthread_mutex_unlock(&a->lock);
     if (a->cluster) {
         uint64_t lo, hi;
+        bool driving = false;
 
-        /* NEEDED chunks left: another node takes our slot over */
-        clr_arr_cl_leave(a, clr_arr_needed_extent(a, &lo, &hi));
+        /* NEEDED chunks left: another node takes our slot over; a rebuild
+         * driven here is left to the others the same way (they resume
+         * what a node that left unclean was rebuilding) */
+        pthread_mutex_lock(&a->lock);
+        for (unsigned i = 0; i < a->nmem; i++)
+            driving |= a->mem[i]->state == ARR_M_REBUILDING && !a->mem[i]->remote_rebuild;
+        pthread_mutex_unlock(&a->lock);
+        clr_arr_cl_leave(a, clr_arr_needed_extent(a, &lo, &hi) || driving);
     } else {
         rc = clr_arr_sb_update(a, 0, !dirty_left && !a->degraded);
     }

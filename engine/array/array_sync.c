@@ -166,11 +166,15 @@ static int run_resync(struct clr_array *a)
     for (uint32_t r = 0; r < a->g.raid_disks; r++) {
         struct arr_member *m = a->role_mem[r];
 
-        if (m && m->state == ARR_M_REBUILDING && m->bitmap_recovery && !m->remote_rebuild)
+        if (m && m->state == ARR_M_REBUILDING && m->bitmap_recovery && !m->remote_rebuild &&
+            (!a->cl || m->bits_gathered))
             tgt[nt++] = m;
     }
     pthread_mutex_unlock(&a->lock);
-    if (a->cl && clr_arr_needed_extent(a, &xlo, &xhi)) {
+    /* cluster: a re-add target is in sync only after a pass that held
+     * `resync` (so no other node's pass or rebuild of it is running) over
+     * every slot's gathered bits, even when nothing is NEEDED */
+    if (a->cl && (clr_arr_needed_extent(a, &xlo, &xhi) || nt)) {
         /* one resyncer cluster-wide; then see what is still NEEDED */
         rc = cl_begin(a, xlo, xhi);
         if (rc) {
@@ -232,13 +236,15 @@ static int run_resync(struct clr_array *a)
         a->resync_pending = true;
         pthread_mutex_unlock(&a->lock);
     }
-    if (rc == 0 && !aborted && nt) {
+    if (rc == 0 && !aborted && nt && (cl_on || !a->cl)) {
         pthread_mutex_lock(&a->lock);
         for (unsigned i = 0; i < nt; i++) {
-            if (tgt[i]->state != ARR_M_REBUILDING)
+            if (tgt[i]->state != ARR_M_REBUILDING || tgt[i]->remote_rebuild ||
+                (a->cl && !tgt[i]->bits_gathered))
                 continue;
             tgt[i]->state = ARR_M_IN_SYNC;
             tgt[i]->bitmap_recovery = false;
+            tgt[i]->bits_gathered = false;
             tgt[i]->recovery_offset = 0;
             clr_arr_log(a, LOG_NOTICE, "%s: re-added, in sync", tgt[i]->path);
         }
@@ -273,16 +279,14 @@ static int run_recover(struct clr_array *a, struct arr_member *m)
     bool aborted = false;
     int rc = 0;
 
-    if (a->cl) {
-        /* every node writes to the member before any of it is copied:
-         * the superblock update tells them (METADATA_UPDATED) */
-        pthread_mutex_lock(&a->lock);
-        uint64_t gen = ++a->state_gen;
-        pthread_mutex_unlock(&a->lock);
-        rc = clr_arr_sb_update(a, gen, false);
-        if (rc)
-            return rc;
+    pthread_mutex_lock(&a->lock);
+    if (a->cl && m->bitmap_recovery) {
+        /* a re-add whose bits were not gathered here: a full recovery */
+        m->bitmap_recovery = false;
+        m->bits_gathered = false;
+        m->recovery_offset = 0;
     }
+    pthread_mutex_unlock(&a->lock);
     rc = cl_begin(a, 0, a->sync_sectors);
     if (rc)
         return rc == -ECANCELED || rc == -ESHUTDOWN ? 0 : rc;
@@ -311,7 +315,17 @@ static int run_recover(struct clr_array *a, struct arr_member *m)
         pthread_mutex_lock(&a->lock);
         if (off > m->recovery_offset)
             m->recovery_offset = off;
+        uint64_t gen = ++a->state_gen;
         pthread_mutex_unlock(&a->lock);
+        /* every node writes to the member before any of it is copied:
+         * the superblock update tells them (METADATA_UPDATED); written
+         * only now, so a survivor resuming an orphan that another one
+         * finished meanwhile sees it in sync above, not recovering */
+        rc = clr_arr_sb_update(a, gen, false);
+        if (rc) {
+            clr_arr_cl_resync_end(a);
+            return rc;
+        }
     }
     pthread_mutex_lock(&a->lock);
     start = ds = m->recovery_offset;
@@ -420,7 +434,10 @@ static enum arr_action due_locked(struct clr_array *a, struct arr_member **tgt)
     for (unsigned i = 0; i < a->nmem; i++) {
         struct arr_member *m = a->mem[i];
 
-        if (m->state == ARR_M_REBUILDING && !m->bitmap_recovery && !m->remote_rebuild && m->io) {
+        /* cluster: a re-add is resynced from the bitmap only by the node
+         * that gathered every slot's bits; anything else is recovered */
+        if (m->state == ARR_M_REBUILDING && !m->remote_rebuild && m->io &&
+            (!m->bitmap_recovery || (a->cl && !m->bits_gathered))) {
             *tgt = m;
             return ARR_SYNC_RECOVER;
         }

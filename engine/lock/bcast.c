@@ -98,13 +98,15 @@ static void token_bast(struct clr_lock *lk, int mode, void *arg)
 	pthread_mutex_unlock(&b->mu);
 }
 
-/* Wait for every request issued without waiting (async_req) to finish. */
-static int wait_tail(struct clr_bcast *b)
+/* Wait for every request issued without waiting (async_req) to finish.
+ * The receiver leaves the token out (wait_tail_rx): our own sender may be
+ * waiting for it, held by a remote sender that needs our ack first. */
+static int wait_tail_from(struct clr_bcast *b, size_t first)
 {
 	struct clr_lock *all[] = { b->token, b->message, b->ack, b->nack };
 	uint64_t end = clr_lock_now_ms() + b->tmo;
 
-	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+	for (size_t i = first; i < sizeof(all) / sizeof(all[0]); i++) {
 		uint64_t now = clr_lock_now_ms();
 
 		if (now >= end ||
@@ -112,6 +114,16 @@ static int wait_tail(struct clr_bcast *b)
 			return -ETIMEDOUT;
 	}
 	return 0;
+}
+
+static int wait_tail(struct clr_bcast *b)
+{
+	return wait_tail_from(b, 0);
+}
+
+static int wait_tail_rx(struct clr_bcast *b)
+{
+	return wait_tail_from(b, 1);
 }
 
 static int step(struct clr_bcast *b, struct clr_lock *lk, int mode,
@@ -172,7 +184,7 @@ static void receive_one(struct clr_bcast *b)
 	struct clr_bcast_msg m;
 	int err;
 
-	if (wait_tail(b))
+	if (wait_tail_rx(b))
 		fprintf(stderr, "clraid bcast: previous round still pending\n");
 	err = step(b, b->message, CLR_LOCK_CR, CLR_LOCK_F_VALBLK, "reading a message");
 	if (!err && (clr_lock_sb_flags(b->message) & CLR_LOCK_SB_VALNOTVALID))
@@ -194,20 +206,20 @@ static void receive_one(struct clr_bcast *b)
 	/* the ack is never withheld: dropping CR is the acknowledgement */
 	async_req(b, b->ack, CLR_LOCK_NL, 0);
 	if (err) {
-		if (wait_tail(b))
+		if (wait_tail_rx(b))
 			fprintf(stderr, "clraid bcast: refusal not recorded in %u ms\n", b->tmo);
 		nack_write(b, &m);
 	}
 	/* PR is granted once the sender dropped CW: the round is over */
 	step(b, b->message, CLR_LOCK_PR, 0, "waiting for the end of the round");
-	if (wait_tail(b))
+	if (wait_tail_rx(b))
 		fprintf(stderr, "clraid bcast: acknowledging took over %u ms\n", b->tmo);
 	for (;;) {
 		bool stop;
 
 		async_req(b, b->ack, CLR_LOCK_CR, 0);
 		async_req(b, b->message, CLR_LOCK_NL, 0);
-		if (wait_tail(b) == 0 && clr_lock_mode(b->ack) == CLR_LOCK_CR)
+		if (wait_tail_rx(b) == 0 && clr_lock_mode(b->ack) == CLR_LOCK_CR)
 			break;
 		fprintf(stderr, "clraid bcast: re-arming (ack CR) takes over %u ms\n", b->tmo);
 		pthread_mutex_lock(&b->mu);
@@ -234,13 +246,26 @@ static void drop_token(struct clr_bcast *b)
 static void *recv_thread(void *arg)
 {
 	struct clr_bcast *b = arg;
+	bool tok_busy = false;    /* our sender had send_mu at the last try */
 
 	for (;;) {
 		pthread_mutex_lock(&b->mu);
 		bool msg, tok;
 
-		while (!b->pending && !b->token_wanted && !b->stop)
+		while (!b->pending && !(b->token_wanted && !tok_busy) && !b->stop)
 			pthread_cond_wait(&b->cond, &b->mu);
+		if (tok_busy && !b->pending && !b->stop) {
+			/* retry the token soon, messages first meanwhile */
+			struct timespec ts;
+
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_nsec += 5000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&b->cond, &b->mu, &ts);
+		}
 		if (b->stop) {
 			pthread_mutex_unlock(&b->mu);
 			break;
@@ -254,11 +279,23 @@ static void *recv_thread(void *arg)
 			receive_one(b);
 			pthread_mutex_unlock(&b->recv_mu);
 		}
+		tok_busy = false;
 		if (tok) {
-			/* a sender finishing its round drops it itself */
-			pthread_mutex_lock(&b->send_mu);
-			if (wait_tail(b) == 0)
+			/* A sender finishing its round drops it itself.  Never
+			 * wait for send_mu here: our sender may be waiting for
+			 * the token held by a remote sender that needs our ack
+			 * (we would not receive its message). */
+			if (pthread_mutex_trylock(&b->send_mu) != 0) {
+				tok_busy = true;
+				continue;
+			}
+			if (!b->token_held) {
+				pthread_mutex_lock(&b->mu);
+				b->token_wanted = false;    /* nothing to give */
+				pthread_mutex_unlock(&b->mu);
+			} else if (wait_tail(b) == 0) {
 				drop_token(b);
+			}
 			pthread_mutex_unlock(&b->send_mu);
 		}
 	}

@@ -1192,6 +1192,450 @@ static void test_refusals(void **s)
     rmfiles(&t);
 }
 
+/* ---- helpers for the rebuild-ownership tests ---- */
+
+static const char *st_str(struct clr_array *a, const char *path, char *buf, size_t len)
+{
+    json_object *o = clr_array_status_json(a), *x = jget(o, path);
+
+    snprintf(buf, len, "%s", x ? json_object_get_string(x) : "");
+    json_object_put(o);
+    return buf;
+}
+
+static bool action_is(struct clr_array *a, const char *act)
+{
+    char b[32];
+
+    return strcmp(st_str(a, "sync_action", b, sizeof b), act) == 0;
+}
+
+/* A node given the first member and @extra (a spare that replaced the
+ * second one). */
+static struct clr_array *start_node_with(struct tarr *t, unsigned node, const char *extra)
+{
+    struct clr_array_config c = cfg_for(t, node, "local");
+    const char *devs[2] = { t->devs[0], extra };
+    struct clr_array *a = NULL;
+    struct clr_err e = { "" };
+
+    c.devices = devs;
+    c.ndevices = 2;
+    if (clr_array_assemble(&c, &a, &e) != 0)
+        fail_msg("assemble: %s", e.msg);
+    if (clr_array_run(a, &e) != 0)
+        fail_msg("run: %s", e.msg);
+    return a;
+}
+
+static void mkspare(struct tarr *t, char *spare, size_t len)
+{
+    int fd;
+
+    snprintf(spare, len, "%s/d5", t->dir);
+    fd = open(spare, O_RDWR | O_CREAT, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)t->dev_bytes), 0);
+    close(fd);
+}
+
+/* ---- a node starting during another node's re-add does not declare the
+ * member in sync: only the re-adder (which gathered every slot's bits and
+ * holds `resync`) does ---- */
+
+static void test_start_during_readd(void **s)
+{
+    struct clr_array *a, *b, *c;
+    uint8_t *buf = aligned_alloc(4096, 1 << 20), *rd = aligned_alloc(4096, 1 << 20);
+    struct clr_err e = { "" };
+    struct tarr t;
+    bool saw = false;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 3, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    if (clr_array_fail_device(a, t.path[1], &e) != 0)
+        fail_msg("fail: %s", e.msg);
+    /* lots written while it is out: the re-add's pass takes seconds */
+    for (unsigned i = 0; i < 24; i++) {
+        memset(buf, 0x40 + (int)i, 1 << 20);
+        assert_int_equal(clr_array_pwrite(i & 1 ? b : a, buf, 1 << 20, (uint64_t)i << 20, 0), 0);
+    }
+    clr_array_set_sync_speed(a, 1000, 3000);
+    if (clr_array_readd_device(a, t.path[1], &e) != 0)
+        fail_msg("re-add: %s", e.msg);
+    /* on disk it is rebuilding now: c starts and must not call it in sync */
+    c = start_node(&t, 2);
+    WAIT_FOR(st_int(c, "cluster.members") == 3, 5000);
+    for (int i = 0; i < 100 && !dev_is(a, t.path[1], "in_sync"); i++) {
+        saw = true;
+        assert_false(dev_is(c, t.path[1], "in_sync"));
+        assert_false(dev_is(b, t.path[1], "in_sync"));
+        /* c reads what was written while d1 was out */
+        memset(buf, 0x40 + (i % 24), 1 << 20);
+        assert_int_equal(clr_array_pread(c, rd, 1 << 20, (uint64_t)(i % 24) << 20), 0);
+        assert_memory_equal(buf, rd, 1 << 20);
+        usleep(20000);
+    }
+    assert_true(saw);
+    clr_array_set_sync_speed(a, 1000000, 10000000);
+    wait_idle(a);
+    WAIT_FOR(dev_is(a, t.path[1], "in_sync"), 30000);
+    WAIT_FOR(dev_is(b, t.path[1], "in_sync"), 10000);
+    WAIT_FOR(dev_is(c, t.path[1], "in_sync"), 10000);
+    assert_int_equal(check_mismatches(c), 0);
+    assert_int_equal(clr_array_stop(c), 0);
+    assert_int_equal(clr_array_stop(a), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    assert_copies_equal(&t, clr_array_size(a));
+    clr_array_free(a);
+    clr_array_free(b);
+    clr_array_free(c);
+    free(buf);
+    free(rd);
+    rmfiles(&t);
+}
+
+/* ---- a reload outside `metadata` in the middle of a re-add (a takeover
+ * after a death) does not take the member's old FAULTY role ---- */
+
+struct readd_arg {
+    struct clr_array *a;
+    const char *path;
+    atomic_int done;
+    int rc;
+    struct clr_err e;
+};
+
+static void *readd_main(void *arg)
+{
+    struct readd_arg *r = arg;
+
+    r->rc = clr_array_readd_device(r->a, r->path, &r->e);
+    atomic_store(&r->done, 1);
+    return NULL;
+}
+
+static void test_takeover_during_readd(void **s)
+{
+    struct clr_array *a, *b, *c;
+    struct clr_err e = { "" };
+    uint8_t *buf = aligned_alloc(4096, 1 << 20);
+    struct readd_arg ra = { 0 };
+    struct tarr t;
+    pthread_t th;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 3, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    c = start_node(&t, 2);
+    WAIT_FOR(st_int(b, "cluster.members") == 3, 5000);
+    if (clr_array_fail_device(a, t.path[1], &e) != 0)
+        fail_msg("fail: %s", e.msg);
+    memset(buf, 0x17, 1 << 20);
+    assert_int_equal(clr_array_pwrite(b, buf, 1 << 20, 5 << 20, 0), 0);
+    memset(buf, 0x18, 1 << 20);
+    assert_int_equal(clr_array_pwrite(c, buf, 1 << 20, 6 << 20, 0), 0);
+    /* a gathers the bitmaps slowly: the window between RE_ADD and its
+     * superblock write is wide */
+    clr_io_fault_delay(clr_array_member_io(a, t.path[0]), 400);
+    ra.a = a;
+    ra.path = t.path[1];
+    pthread_create(&th, NULL, readd_main, &ra);
+    WAIT_FOR(dev_is(b, t.path[1], "rebuilding"), 10000);
+    assert_int_equal(disk_role(t.path[0], 1), CLR_MD_ROLE_FAULTY);
+    /* c dies now: b takes its slot over and re-reads the superblock */
+    assert_int_equal(clr_array_crash(c), 0);
+    WAIT_FOR(st_int(b, "cluster.recovered_slots") == 1 || atomic_load(&ra.done), 20000);
+    assert_false(dev_is(b, t.path[1], "faulty"));
+    /* b keeps writing it */
+    memset(buf, 0x19, 1 << 20);
+    assert_int_equal(clr_array_pwrite(b, buf, 1 << 20, 7 << 20, 0), 0);
+    clr_io_fault_delay(clr_array_member_io(a, t.path[0]), 0);
+    pthread_join(th, NULL);
+    if (ra.rc != 0)
+        fail_msg("re-add: %s", ra.e.msg);
+    wait_idle(a);
+    WAIT_FOR(dev_is(a, t.path[1], "in_sync"), 20000);
+    WAIT_FOR(dev_is(b, t.path[1], "in_sync"), 10000);
+    memset(buf, 0x1a, 1 << 20);
+    assert_int_equal(clr_array_pwrite(b, buf, 1 << 20, 8 << 20, 0), 0);
+    wait_idle(a);
+    wait_idle(b);
+    assert_int_equal(check_mismatches(b), 0);
+    assert_int_equal(clr_array_stop(a), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    assert_copies_equal(&t, clr_array_size(a));
+    clr_array_free(a);
+    clr_array_free(b);
+    clr_array_free(c);
+    free(buf);
+    rmfiles(&t);
+}
+
+/* ---- a spare whose own superblock is still the pre-activation one is
+ * never taken as recovered ---- */
+
+static void test_spare_preactivation_sb(void **s)
+{
+    struct clr_array *a, *b;
+    uint8_t *buf = aligned_alloc(4096, 1 << 20), raw[CLR_MD_SB_AREA_BYTES];
+    struct clr_err e = { "" };
+    struct clr_md_sb sb;
+    char spare[400];
+    uint64_t size;
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    size = clr_array_size(a);
+    for (unsigned i = 0; i < 8; i++) {
+        memset(buf, 0x50 + (int)i, 1 << 20);
+        assert_int_equal(clr_array_pwrite(b, buf, 1 << 20, (uint64_t)i * 3 << 20, 0), 0);
+    }
+    if (clr_array_fail_device(a, t.path[1], &e) != 0 || clr_array_remove_device(a, t.path[1], &e) != 0)
+        fail_msg("fail/remove: %s", e.msg);
+    mkspare(&t, spare, sizeof spare);
+    clr_array_set_sync_speed(a, 1000, 3000);
+    if (clr_array_add_device(a, spare, &e) != 0)
+        fail_msg("add: %s", e.msg);
+    WAIT_FOR(dev_is(b, spare, "rebuilding"), 5000);
+    /* b is slow from now on: the spare's superblock is put back to what it
+     * was before its activation (as a reload racing the activating write
+     * would see it) before b re-reads anything */
+    clr_io_fault_delay(clr_array_member_io(b, t.path[0]), 150);
+    clr_io_fault_delay(clr_array_member_io(b, spare), 150);
+    assert_int_equal(clr_array_crash(a), 0);
+    pread_all(spare, raw, sizeof raw, 4096);
+    assert_int_equal(clr_md_sb_decode(raw, sizeof raw, 0, &sb, &e), 0);
+    sb.feature_map &= ~(CLR_MD_FEAT_RECOVERY_OFFSET | CLR_MD_FEAT_RECOVERY_BITMAP);
+    sb.recovery_offset = 0;
+    sb.dev_roles[sb.dev_number] = CLR_MD_ROLE_SPARE;
+    assert_int_equal(clr_md_sb_encode(&sb, raw, sizeof raw), 0);
+    pwrite_all(spare, raw, sizeof raw, 4096);
+    clr_io_fault_delay(clr_array_member_io(b, t.path[0]), 0);
+    clr_io_fault_delay(clr_array_member_io(b, spare), 0);
+    WAIT_FOR(dev_is(b, spare, "in_sync"), 60000);
+    wait_idle(b);
+    assert_int_equal(check_mismatches(b), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    assert_files_equal(t.path[0], spare, t.data_offset, size);
+    clr_array_free(a);
+    clr_array_free(b);
+    free(buf);
+    rmfiles(&t);
+}
+
+/* ---- a write-behind leg that fails is not acked before every node
+ * processed the failure that made it write-behind ---- */
+
+static void test_write_behind_leg_fails(void **s)
+{
+    struct clr_array *a, *b, *c;
+    struct bg_write x = { 0 };
+    uint8_t *bx = aligned_alloc(4096, 65536), *by = aligned_alloc(4096, 65536);
+    pthread_t tx;
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 3, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    c = start_node(&t, 2);
+    WAIT_FOR(st_int(b, "cluster.members") == 3, 5000);
+    memset(bx, 0x11, 65536);
+    memset(by, 0x22, 65536);
+    /* warm the bitmaps */
+    assert_int_equal(clr_array_pwrite(a, bx, 65536, 1 << 20, 0), 0);
+    assert_int_equal(clr_array_pwrite(c, by, 65536, 3 << 20, 0), 0);
+    /* b processes METADATA_UPDATED slowly; a's and c's paths to d1 break */
+    clr_io_fault_delay(clr_array_member_io(b, t.path[0]), 1000);
+    clr_io_fault_delay(clr_array_member_io(b, t.path[1]), 1000);
+    assert_int_equal(clr_io_fault_fail_range(clr_array_member_io(a, t.path[1]), CLR_IO_FAULT_WRITE, 0, 0, EIO), 0);
+    assert_int_equal(clr_io_fault_fail_range(clr_array_member_io(c, t.path[1]), CLR_IO_FAULT_WRITE, 0, 0, EIO), 0);
+    x = (struct bg_write){ .a = a, .buf = bx, .off = 1 << 20 };
+    pthread_create(&tx, NULL, bg_write_main, &x);
+    /* c processed a's update: d1 is write-behind there */
+    WAIT_FOR(dev_is(c, t.path[1], "faulty"), 10000);
+    assert_true(dev_is(b, t.path[1], "in_sync"));
+    /* its write-behind leg fails: acked only once b stopped reading d1 */
+    assert_int_equal(clr_array_pwrite(c, by, 65536, 3 << 20, 0), 0);
+    assert_true(dev_is(b, t.path[1], "faulty"));
+    pthread_join(tx, NULL);
+    assert_int_equal(x.rc, 0);
+    clr_io_fault_delay(clr_array_member_io(b, t.path[0]), 0);
+    clr_io_fault_delay(clr_array_member_io(b, t.path[1]), 0);
+    /* c does not write d1 any more */
+    {
+        json_object *o = clr_array_status_json(c), *d = json_object_array_get_idx(jget(o, "devices"), 1);
+
+        assert_null(jget(d, "write_behind"));
+        json_object_put(o);
+    }
+    assert_int_equal(clr_array_stop(a), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    assert_int_equal(clr_array_stop(c), 0);
+    clr_array_free(a);
+    clr_array_free(b);
+    clr_array_free(c);
+    free(bx);
+    free(by);
+    rmfiles(&t);
+}
+
+/* ---- the node rebuilding a spare stops cleanly: a survivor resumes ---- */
+
+static void test_rebuild_resumes_after_clean_stop(void **s)
+{
+    struct clr_array *a, *b;
+    uint8_t *buf = aligned_alloc(4096, 1 << 20);
+    struct clr_err e = { "" };
+    char spare[400];
+    uint64_t size;
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 64ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    size = clr_array_size(a);
+    for (unsigned i = 0; i < 8; i++) {
+        memset(buf, 0x30 + (int)i, 1 << 20);
+        assert_int_equal(clr_array_pwrite(b, buf, 1 << 20, (uint64_t)i * 7 << 20, 0), 0);
+    }
+    if (clr_array_fail_device(a, t.path[1], &e) != 0 || clr_array_remove_device(a, t.path[1], &e) != 0)
+        fail_msg("fail/remove: %s", e.msg);
+    mkspare(&t, spare, sizeof spare);
+    clr_array_set_sync_speed(a, 1000, 4000);
+    if (clr_array_add_device(a, spare, &e) != 0)
+        fail_msg("add: %s", e.msg);
+    WAIT_FOR(dev_is(b, spare, "rebuilding"), 5000);
+    usleep(700000);
+    assert_int_equal(clr_array_stop(a), 0);
+    clr_array_free(a);
+    WAIT_FOR(dev_is(b, spare, "in_sync"), 60000);
+    wait_idle(b);
+    assert_int_equal(check_mismatches(b), 0);
+    /* the rebuilder comes back: nothing left to do */
+    a = start_node_with(&t, 0, spare);
+    WAIT_FOR(dev_is(a, spare, "in_sync"), 10000);
+    assert_int_equal(clr_array_stop(a), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    assert_files_equal(t.path[0], spare, t.data_offset, size);
+    clr_array_free(a);
+    clr_array_free(b);
+    free(buf);
+    rmfiles(&t);
+}
+
+/* ---- a node that does not know who rebuilds a member does not start a
+ * second rebuild when some other node dies; alone, it takes it over ---- */
+
+static void test_no_duplicate_rebuild(void **s)
+{
+    struct clr_array *a, *b, *c;
+    uint8_t *buf = aligned_alloc(4096, 1 << 20);
+    struct clr_err e = { "" };
+    char spare[400];
+    uint64_t size;
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 3, 64ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    size = clr_array_size(a);
+    for (unsigned i = 0; i < 8; i++) {
+        memset(buf, 0x60 + (int)i, 1 << 20);
+        assert_int_equal(clr_array_pwrite(b, buf, 1 << 20, (uint64_t)i * 7 << 20, 0), 0);
+    }
+    if (clr_array_fail_device(a, t.path[1], &e) != 0 || clr_array_remove_device(a, t.path[1], &e) != 0)
+        fail_msg("fail/remove: %s", e.msg);
+    mkspare(&t, spare, sizeof spare);
+    clr_array_set_sync_speed(a, 1000, 6000);
+    if (clr_array_add_device(a, spare, &e) != 0)
+        fail_msg("add: %s", e.msg);
+    WAIT_FOR(dev_is(b, spare, "rebuilding"), 5000);
+    /* c starts during the rebuild: it does not know a drives it */
+    c = start_node_with(&t, 2, spare);
+    WAIT_FOR(st_int(c, "cluster.members") == 3, 5000);
+    assert_true(dev_is(c, spare, "rebuilding"));
+    assert_false(action_is(c, "recover"));
+    /* b dies: c must not start a rebuild of its own */
+    assert_int_equal(clr_array_crash(b), 0);
+    WAIT_FOR(st_int(c, "cluster.recovered_slots") == 1 || st_int(a, "cluster.recovered_slots") == 1, 10000);
+    for (int i = 0; i < 100 && !dev_is(a, spare, "in_sync"); i++) {
+        assert_false(action_is(c, "recover"));
+        usleep(20000);
+    }
+    clr_array_set_sync_speed(a, 1000000, 10000000);
+    wait_idle(a);
+    WAIT_FOR(dev_is(a, spare, "in_sync"), 60000);
+    WAIT_FOR(dev_is(c, spare, "in_sync"), 10000);
+    assert_int_equal(check_mismatches(c), 0);
+    assert_int_equal(clr_array_stop(a), 0);
+    assert_int_equal(clr_array_stop(c), 0);
+    assert_files_equal(t.path[0], spare, t.data_offset, size);
+    clr_array_free(a);
+    clr_array_free(b);
+    clr_array_free(c);
+    free(buf);
+    rmfiles(&t);
+}
+
+/* ---- alone with a member rebuilt elsewhere (its rebuilder unknown): the
+ * rebuild is taken over here ---- */
+
+static void test_alone_adopts_rebuild(void **s)
+{
+    struct clr_array *a, *b;
+    uint8_t *buf = aligned_alloc(4096, 1 << 20);
+    struct clr_err e = { "" };
+    char spare[400];
+    uint64_t size;
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 64ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    size = clr_array_size(a);
+    for (unsigned i = 0; i < 8; i++) {
+        memset(buf, 0x70 + (int)i, 1 << 20);
+        assert_int_equal(clr_array_pwrite(b, buf, 1 << 20, (uint64_t)i * 7 << 20, 0), 0);
+    }
+    assert_int_equal(clr_array_stop(b), 0);
+    clr_array_free(b);
+    if (clr_array_fail_device(a, t.path[1], &e) != 0 || clr_array_remove_device(a, t.path[1], &e) != 0)
+        fail_msg("fail/remove: %s", e.msg);
+    mkspare(&t, spare, sizeof spare);
+    clr_array_set_sync_speed(a, 1000, 4000);
+    if (clr_array_add_device(a, spare, &e) != 0)
+        fail_msg("add: %s", e.msg);
+    usleep(700000);
+    /* every node goes: the member is half rebuilt on disk */
+    assert_int_equal(clr_array_crash(a), 0);
+    clr_array_free(a);
+    b = start_node_with(&t, 1, spare);
+    WAIT_FOR(dev_is(b, spare, "in_sync"), 60000);
+    wait_idle(b);
+    assert_int_equal(check_mismatches(b), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    assert_files_equal(t.path[0], spare, t.data_offset, size);
+    clr_array_free(b);
+    free(buf);
+    rmfiles(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1212,8 +1656,17 @@ int main(void)
         cmocka_unit_test(test_ack_waits_for_announcement),
         cmocka_unit_test(test_readd_under_load),
         cmocka_unit_test(test_rejoin_during_takeover),
+        cmocka_unit_test(test_start_during_readd),
+        cmocka_unit_test(test_takeover_during_readd),
+        cmocka_unit_test(test_spare_preactivation_sb),
+        cmocka_unit_test(test_write_behind_leg_fails),
+        cmocka_unit_test(test_rebuild_resumes_after_clean_stop),
+        cmocka_unit_test(test_no_duplicate_rebuild),
+        cmocka_unit_test(test_alone_adopts_rebuild),
     };
 
     srand((unsigned)time(NULL));
+    if (getenv("CLR_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("CLR_TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
