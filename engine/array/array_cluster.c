@@ -1285,6 +1285,16 @@ out:
     return rc;
 }
 
+/* The extent of our NEEDED chunks now: what the core announces. */
+static int h_needed_extent(void *arg, uint64_t *lo, uint64_t *hi)
+{
+    struct arr_cluster *cl = arg;
+
+    if (!clr_arr_needed_extent(cl->a, lo, hi))
+        *lo = *hi = 0;
+    return 0;
+}
+
 static const struct clr_mdc_host host_ops = {
     .lock = h_lock,
     .unlock = h_unlock,
@@ -1293,6 +1303,7 @@ static const struct clr_mdc_host host_ops = {
     .bitmap_clear = h_bitmap_clear,
     .bitmap_merge = h_bitmap_merge,
     .want_resync = h_want_resync,
+    .needed_extent = h_needed_extent,
     .pause = h_pause,
     .drain = h_drain,
     .reload_sb = h_reload_sb,
