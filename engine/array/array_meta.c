@@ -945,6 +945,21 @@ int clr_array_stop(struct clr_array *a)
     return rc;
 }
 
+
+/* Stopping (a->lock held, released on return): wait for the requests in
+ * flight, then for the sync and bitmap threads. */
+static void drain_and_join_locked(struct clr_array *a)
+{
+    while (a->inflight)
+        pthread_cond_wait(&a->cond, &a->lock);
+    pthread_mutex_unlock(&a->lock);
+    if (a->sync_thread_on)
+        pthread_join(a->sync_thread, NULL);
+    if (a->bm_thread_on)
+        pthread_join(a->bm_thread, NULL);
+    a->sync_thread_on = a->bm_thread_on = false;
+}
+
 int clr_array_crash(struct clr_array *a)
 {
     pthread_mutex_lock(&a->mgmt_lock);
@@ -962,14 +977,7 @@ int clr_array_crash(struct clr_array *a)
     /* the lockspace dies first: the others see MEMBER_FAILED */
     clr_arr_cl_crash(a);
     pthread_mutex_lock(&a->lock);
-    while (a->inflight)
-        pthread_cond_wait(&a->cond, &a->lock);
-    pthread_mutex_unlock(&a->lock);
-    if (a->sync_thread_on)
-        pthread_join(a->sync_thread, NULL);
-    if (a->bm_thread_on)
-        pthread_join(a->bm_thread, NULL);
-    a->sync_thread_on = a->bm_thread_on = false;
+    drain_and_join_locked(a);
     clr_arr_cl_crash_finish(a);
     pthread_mutex_lock(&a->lock);
     a->running = false;
@@ -994,14 +1002,7 @@ static int array_stop(struct clr_array *a)
     a->stopping = true;
     a->sync_abort = true;
     pthread_cond_broadcast(&a->cond);
-    while (a->inflight)
-        pthread_cond_wait(&a->cond, &a->lock);
-    pthread_mutex_unlock(&a->lock);
-    if (a->sync_thread_on)
-        pthread_join(a->sync_thread, NULL);
-    if (a->bm_thread_on)
-        pthread_join(a->bm_thread, NULL);
-    a->sync_thread_on = a->bm_thread_on = false;
+    drain_and_join_locked(a);
     clr_arr_flush_all(a);
     /* Everything is on every leg now: idle clean chunks may go. */
     pthread_mutex_lock(&a->bm_lock);

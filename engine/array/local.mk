@@ -13,7 +13,7 @@ libclraid_la_LIBADD += $(URING_LIBS) $(ISAL_LIBS) $(JSONC_LIBS) $(BLKID_LIBS)
 # Unit/integration tests on member files under $TMPDIR (default /var/tmp).
 check_PROGRAMS += tests/array/test_array
 TESTS += tests/array/test_array
-tests_array_test_array_SOURCES = tests/array/test_array.c
+tests_array_test_array_SOURCES = tests/array/test_array.c tests/array/array_testlib.h
 tests_array_test_array_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JSONC_CFLAGS)
 tests_array_test_array_LDADD = libclraid.la $(CMOCKA_LIBS) $(JSONC_LIBS) $(URING_LIBS) $(ISAL_LIBS)
 
@@ -21,6 +21,6 @@ tests_array_test_array_LDADD = libclraid.la $(CMOCKA_LIBS) $(JSONC_LIBS) $(URING
 # the md-cluster protocol on the in-process local lock backend.
 check_PROGRAMS += tests/array/test_array_cluster
 TESTS += tests/array/test_array_cluster
-tests_array_test_array_cluster_SOURCES = tests/array/test_array_cluster.c
+tests_array_test_array_cluster_SOURCES = tests/array/test_array_cluster.c tests/array/array_testlib.h
 tests_array_test_array_cluster_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JSONC_CFLAGS)
 tests_array_test_array_cluster_LDADD = libclraid.la $(CMOCKA_LIBS) $(JSONC_LIBS) $(URING_LIBS) $(ISAL_LIBS)

@@ -25,12 +25,14 @@
 #include "io/io.h"
 #include "raid/layout.h"
 
+#include "array_testlib.h"
+
 #define MAXD 8
 #define DEV_BYTES (24ull << 20)
 
 struct tarr {
     char dir[256];
-    char path[MAXD][320];
+    char path[MAXD][TL_PATH_MAX];
     const char *devs[MAXD];
     unsigned n;                 /* files created */
     unsigned ndev;              /* files in the array at create */
@@ -45,40 +47,17 @@ static void quiet_log(void *o, int prio, const char *msg)
 
 static void mkfiles(struct tarr *t, unsigned n)
 {
-    const char *base = getenv("TMPDIR");
-
-    snprintf(t->dir, sizeof t->dir, "%s/clraid-array-test.XXXXXX", base && *base ? base : "/var/tmp");
-    assert_non_null(mkdtemp(t->dir));
+    tl_make_dir(t->dir, sizeof t->dir, "clraid-array-test", "/var/tmp");
     t->n = n;
     for (unsigned i = 0; i < n; i++) {
-        int fd;
-
-        snprintf(t->path[i], sizeof t->path[i], "%s/d%u", t->dir, i);
-        fd = open(t->path[i], O_RDWR | O_CREAT | O_TRUNC, 0600);
-        assert_true(fd >= 0);
-        assert_int_equal(ftruncate(fd, (off_t)DEV_BYTES), 0);
-        close(fd);
+        tl_make_file(t->path[i], t->dir, i, DEV_BYTES);
         t->devs[i] = t->path[i];
     }
 }
 
 static void rmfiles(struct tarr *t)
 {
-    char cmd[300];
-
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", t->dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cannot remove %s\n", t->dir);
-}
-
-static void pwrite_all(const char *path, const void *buf, size_t len, uint64_t off)
-{
-    int fd = open(path, O_WRONLY);
-
-    assert_true(fd >= 0);
-    assert_int_equal(pwrite(fd, buf, len, (off_t)off), (ssize_t)len);
-    fsync(fd);
-    close(fd);
+    tl_remove_dir(t->dir);
 }
 
 /* Creates an array on the first @ndev + @spares of @nfiles files. */
@@ -86,12 +65,9 @@ static void make_array(struct tarr *t, unsigned nfiles, int level, uint32_t layo
                        unsigned raid_disks, unsigned spares, uint32_t chunk_kib, uint32_t bm_kib,
                        bool assume_clean)
 {
-    struct clr_create_params p = { 0 }, chk;
+    struct clr_create_params p = { 0 };
     struct clr_create_plan plan;
-    uint64_t sizes[MAXD];
-    struct clr_err e = { "" };
     unsigned ndev = raid_disks + spares;
-    uint8_t *region, sbuf[CLR_MD_SB_AREA_BYTES];
 
     mkfiles(t, nfiles);
     t->ndev = ndev;
@@ -109,30 +85,8 @@ static void make_array(struct tarr *t, unsigned nfiles, int level, uint32_t layo
     for (int i = 0; i < 16; i++)
         p.set_uuid[i] = (uint8_t)rand();
     p.now_sec = (uint64_t)time(NULL);
-    chk = p;
-    assert_int_equal(clr_create_check_params(&chk, ndev, &e), 0);
-    for (unsigned i = 0; i < ndev; i++)
-        sizes[i] = DEV_BYTES / 512;
-    if (clr_create_plan(&p, sizes, ndev, &plan, &e) != 0)
-        fail_msg("plan: %s", e.msg);
+    tl_write_members(&p, t->path, ndev, DEV_BYTES, &plan, NULL);
     t->bm_chunk = plan.bitmap.chunksize;
-    region = malloc(plan.stride_bytes);
-    for (unsigned i = 0; i < ndev; i++) {
-        struct clr_md_sb sb;
-        uint8_t du[16];
-
-        for (uint32_t s = 0; s < plan.slots; s++) {
-            assert_int_equal(clr_create_bitmap_region(&plan, s, region, plan.stride_bytes), 0);
-            pwrite_all(t->path[i], region, plan.stride_bytes,
-                       (plan.sb.super_offset + (uint64_t)plan.sb.bitmap_offset) * 512 + s * plan.stride_bytes);
-        }
-        for (int k = 0; k < 16; k++)
-            du[k] = (uint8_t)rand();
-        clr_create_member_sb(&plan, i, DEV_BYTES / 512, du, &sb);
-        assert_int_equal(clr_md_sb_encode(&sb, sbuf, sizeof sbuf), 0);
-        pwrite_all(t->path[i], sbuf, sizeof sbuf, 4096);
-    }
-    free(region);
 }
 
 static uint32_t def_layout(int level)

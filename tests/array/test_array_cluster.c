@@ -26,12 +26,14 @@
 #include "io/io.h"
 #include "raid/layout.h"
 
+#include "array_testlib.h"
+
 #define MAXD 6
 #define MAXN 3
 
 struct tarr {
     char dir[256];
-    char path[MAXD][320];
+    char path[MAXD][TL_PATH_MAX];
     const char *devs[MAXD];
     unsigned n;
     uint64_t dev_bytes;
@@ -47,64 +49,28 @@ static void quiet_log(void *o, int prio, const char *msg)
 
 static void mkfiles(struct tarr *t, unsigned n, uint64_t bytes)
 {
-    const char *base = getenv("TMPDIR");
     struct stat st;
 
-    if (!base || !*base)
-        base = stat("/dev/shm", &st) == 0 ? "/dev/shm" : "/var/tmp";
-    snprintf(t->dir, sizeof t->dir, "%s/clraid-cluster-test.XXXXXX", base);
-    assert_non_null(mkdtemp(t->dir));
+    tl_make_dir(t->dir, sizeof t->dir, "clraid-cluster-test",
+                stat("/dev/shm", &st) == 0 ? "/dev/shm" : "/var/tmp");
     t->n = n;
     t->dev_bytes = bytes;
     for (unsigned i = 0; i < n; i++) {
-        int fd;
-
-        snprintf(t->path[i], sizeof t->path[i], "%s/d%u", t->dir, i);
-        fd = open(t->path[i], O_RDWR | O_CREAT | O_TRUNC, 0600);
-        assert_true(fd >= 0);
-        assert_int_equal(ftruncate(fd, (off_t)bytes), 0);
-        close(fd);
+        tl_make_file(t->path[i], t->dir, i, bytes);
         t->devs[i] = t->path[i];
     }
 }
 
 static void rmfiles(struct tarr *t)
 {
-    char cmd[300];
-
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", t->dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cannot remove %s\n", t->dir);
-}
-
-static void pwrite_all(const char *path, const void *buf, size_t len, uint64_t off)
-{
-    int fd = open(path, O_WRONLY);
-
-    assert_true(fd >= 0);
-    assert_int_equal(pwrite(fd, buf, len, (off_t)off), (ssize_t)len);
-    fsync(fd);
-    close(fd);
-}
-
-static void pread_all(const char *path, void *buf, size_t len, uint64_t off)
-{
-    int fd = open(path, O_RDONLY);
-
-    assert_true(fd >= 0);
-    assert_int_equal(pread(fd, buf, len, (off_t)off), (ssize_t)len);
-    close(fd);
+    tl_remove_dir(t->dir);
 }
 
 /* An array for @nodes nodes on @nd files of @bytes. */
 static void make_array(struct tarr *t, int level, uint32_t layout, unsigned nd, unsigned nodes,
                        uint64_t bytes, uint32_t bm_kib, bool assume_clean)
 {
-    struct clr_create_params p = { 0 }, chk;
-    struct clr_create_plan plan;
-    uint64_t sizes[MAXD];
-    struct clr_err e = { "" };
-    uint8_t *region, sbuf[CLR_MD_SB_AREA_BYTES];
+    struct clr_create_params p = { 0 };
 
     mkfiles(t, nd, bytes);
     p.level = level;
@@ -120,30 +86,7 @@ static void make_array(struct tarr *t, int level, uint32_t layout, unsigned nd, 
     for (int i = 0; i < 16; i++)
         p.set_uuid[i] = (uint8_t)rand();
     p.now_sec = (uint64_t)time(NULL);
-    chk = p;
-    assert_int_equal(clr_create_check_params(&chk, nd, &e), 0);
-    for (unsigned i = 0; i < nd; i++)
-        sizes[i] = bytes / 512;
-    if (clr_create_plan(&p, sizes, nd, &plan, &e) != 0)
-        fail_msg("plan: %s", e.msg);
-    region = malloc(plan.stride_bytes);
-    for (unsigned i = 0; i < nd; i++) {
-        struct clr_md_sb sb;
-        uint8_t du[16];
-
-        for (uint32_t s = 0; s < plan.slots; s++) {
-            assert_int_equal(clr_create_bitmap_region(&plan, s, region, plan.stride_bytes), 0);
-            pwrite_all(t->path[i], region, plan.stride_bytes,
-                       (plan.sb.super_offset + (uint64_t)plan.sb.bitmap_offset) * 512 + s * plan.stride_bytes);
-        }
-        for (int k = 0; k < 16; k++)
-            du[k] = (uint8_t)rand();
-        clr_create_member_sb(&plan, i, bytes / 512, du, &sb);
-        t->data_offset = sb.data_offset;
-        assert_int_equal(clr_md_sb_encode(&sb, sbuf, sizeof sbuf), 0);
-        pwrite_all(t->path[i], sbuf, sizeof sbuf, 4096);
-    }
-    free(region);
+    tl_write_members(&p, t->path, nd, bytes, NULL, &t->data_offset);
 }
 
 static const char *const node_names[] = { "n0", "n1", "n2", "n3" };
