@@ -1526,16 +1526,22 @@ bool clr_arr_cl_alone(struct clr_array *a)
     return alone;
 }
 
+/* Tells the cluster threads to stop (they notice at their next wait). */
+static void cl_signal_stop(struct arr_cluster *cl)
+{
+    pthread_mutex_lock(&cl->mu);
+    cl->stop = true;
+    pthread_cond_broadcast(&cl->cond);
+    pthread_mutex_unlock(&cl->mu);
+}
+
 void clr_arr_cl_stop_threads(struct clr_array *a)
 {
     struct arr_cluster *cl = a->cl;
 
     if (!cl)
         return;
-    pthread_mutex_lock(&cl->mu);
-    cl->stop = true;
-    pthread_cond_broadcast(&cl->cond);
-    pthread_mutex_unlock(&cl->mu);
+    cl_signal_stop(cl);
     if (cl->rec_on)
         pthread_join(cl->rec_thread, NULL);
     cl->rec_on = false;
@@ -1563,10 +1569,7 @@ void clr_arr_cl_crash(struct clr_array *a)
 
     if (!cl)
         return;
-    pthread_mutex_lock(&cl->mu);
-    cl->stop = true;
-    pthread_cond_broadcast(&cl->cond);
-    pthread_mutex_unlock(&cl->mu);
+    cl_signal_stop(cl);
     if (cl->ls)
         clr_lock_local_kill(cl->ls);
 }

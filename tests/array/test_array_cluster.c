@@ -89,6 +89,15 @@ static void make_array(struct tarr *t, int level, uint32_t layout, unsigned nd, 
     tl_write_members(&p, t->path, nd, bytes, NULL, &t->data_offset);
 }
 
+/* Eight 1 MiB writes from @a, bytes @first + i, at i * @stride_mib MiB. */
+static void write_pattern(struct clr_array *a, uint8_t *buf, int first, unsigned stride_mib)
+{
+    for (unsigned i = 0; i < 8; i++) {
+        memset(buf, first + (int)i, 1 << 20);
+        assert_int_equal(clr_array_pwrite(a, buf, 1 << 20, (uint64_t)i * stride_mib << 20, 0), 0);
+    }
+}
+
 static const char *const node_names[] = { "n0", "n1", "n2", "n3" };
 
 static struct clr_array_config cfg_for(struct tarr *t, unsigned node, const char *lock)
@@ -332,10 +341,7 @@ static void test_takeover(void **s)
     b = start_node(&t, 1);
     WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
     size = clr_array_size(a);
-    for (unsigned i = 0; i < 8; i++) {
-        memset(buf, 0x40 + (int)i, 1 << 20);
-        assert_int_equal(clr_array_pwrite(a, buf, 1 << 20, (uint64_t)i * 3 << 20, 0), 0);
-    }
+    write_pattern(a, buf, 0x40, 3);
     assert_true(st_int(a, "bitmap.dirty_chunks") > 0);
     /* a write torn by the crash: one copy got it, the other did not */
     memset(junk, 0xee, 1 << 20);
@@ -868,10 +874,7 @@ static void test_rebuild_resumes(void **s)
     b = start_node(&t, 1);
     WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
     size = clr_array_size(a);
-    for (unsigned i = 0; i < 8; i++) {
-        memset(buf, 0x30 + (int)i, 1 << 20);
-        assert_int_equal(clr_array_pwrite(b, buf, 1 << 20, (uint64_t)i * 7 << 20, 0), 0);
-    }
+    write_pattern(b, buf, 0x30, 7);
     if (clr_array_fail_device(a, t.path[1], &e) != 0 || clr_array_remove_device(a, t.path[1], &e) != 0)
         fail_msg("fail/remove: %s", e.msg);
     snprintf(spare, sizeof spare, "%s/d5", t.dir);
@@ -1182,6 +1185,21 @@ static void mkspare(struct tarr *t, char *spare, size_t len)
     close(fd);
 }
 
+/* On @a: fail and remove member 1, add a new spare (its path in @spare)
+ * and rebuild it at most @speed_max KiB/s. */
+static void replace_with_spare(struct tarr *t, struct clr_array *a, char *spare, size_t len,
+                               uint32_t speed_max)
+{
+    struct clr_err e = { "" };
+
+    if (clr_array_fail_device(a, t->path[1], &e) != 0 || clr_array_remove_device(a, t->path[1], &e) != 0)
+        fail_msg("fail/remove: %s", e.msg);
+    mkspare(t, spare, len);
+    clr_array_set_sync_speed(a, 1000, speed_max);
+    if (clr_array_add_device(a, spare, &e) != 0)
+        fail_msg("add: %s", e.msg);
+}
+
 /* ---- a node starting during another node's re-add does not declare the
  * member in sync: only the re-adder (which gathered every slot's bits and
  * holds `resync`) does ---- */
@@ -1338,16 +1356,8 @@ static void test_spare_preactivation_sb(void **s)
     b = start_node(&t, 1);
     WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
     size = clr_array_size(a);
-    for (unsigned i = 0; i < 8; i++) {
-        memset(buf, 0x50 + (int)i, 1 << 20);
-        assert_int_equal(clr_array_pwrite(b, buf, 1 << 20, (uint64_t)i * 3 << 20, 0), 0);
-    }
-    if (clr_array_fail_device(a, t.path[1], &e) != 0 || clr_array_remove_device(a, t.path[1], &e) != 0)
-        fail_msg("fail/remove: %s", e.msg);
-    mkspare(&t, spare, sizeof spare);
-    clr_array_set_sync_speed(a, 1000, 3000);
-    if (clr_array_add_device(a, spare, &e) != 0)
-        fail_msg("add: %s", e.msg);
+    write_pattern(b, buf, 0x50, 3);
+    replace_with_spare(&t, a, spare, sizeof spare, 3000);
     WAIT_FOR(dev_is(b, spare, "rebuilding"), 5000);
     /* b is slow from now on: the spare's superblock is put back to what it
      * was before its activation (as a reload racing the activating write
@@ -1438,7 +1448,6 @@ static void test_rebuild_resumes_after_clean_stop(void **s)
 {
     struct clr_array *a, *b;
     uint8_t *buf = aligned_alloc(4096, 1 << 20);
-    struct clr_err e = { "" };
     char spare[400];
     uint64_t size;
     struct tarr t;
@@ -1449,16 +1458,8 @@ static void test_rebuild_resumes_after_clean_stop(void **s)
     b = start_node(&t, 1);
     WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
     size = clr_array_size(a);
-    for (unsigned i = 0; i < 8; i++) {
-        memset(buf, 0x30 + (int)i, 1 << 20);
-        assert_int_equal(clr_array_pwrite(b, buf, 1 << 20, (uint64_t)i * 7 << 20, 0), 0);
-    }
-    if (clr_array_fail_device(a, t.path[1], &e) != 0 || clr_array_remove_device(a, t.path[1], &e) != 0)
-        fail_msg("fail/remove: %s", e.msg);
-    mkspare(&t, spare, sizeof spare);
-    clr_array_set_sync_speed(a, 1000, 4000);
-    if (clr_array_add_device(a, spare, &e) != 0)
-        fail_msg("add: %s", e.msg);
+    write_pattern(b, buf, 0x30, 7);
+    replace_with_spare(&t, a, spare, sizeof spare, 4000);
     WAIT_FOR(dev_is(b, spare, "rebuilding"), 5000);
     usleep(700000);
     assert_int_equal(clr_array_stop(a), 0);
@@ -1485,7 +1486,6 @@ static void test_no_duplicate_rebuild(void **s)
 {
     struct clr_array *a, *b, *c;
     uint8_t *buf = aligned_alloc(4096, 1 << 20);
-    struct clr_err e = { "" };
     char spare[400];
     uint64_t size;
     struct tarr t;
@@ -1496,16 +1496,8 @@ static void test_no_duplicate_rebuild(void **s)
     b = start_node(&t, 1);
     WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
     size = clr_array_size(a);
-    for (unsigned i = 0; i < 8; i++) {
-        memset(buf, 0x60 + (int)i, 1 << 20);
-        assert_int_equal(clr_array_pwrite(b, buf, 1 << 20, (uint64_t)i * 7 << 20, 0), 0);
-    }
-    if (clr_array_fail_device(a, t.path[1], &e) != 0 || clr_array_remove_device(a, t.path[1], &e) != 0)
-        fail_msg("fail/remove: %s", e.msg);
-    mkspare(&t, spare, sizeof spare);
-    clr_array_set_sync_speed(a, 1000, 6000);
-    if (clr_array_add_device(a, spare, &e) != 0)
-        fail_msg("add: %s", e.msg);
+    write_pattern(b, buf, 0x60, 7);
+    replace_with_spare(&t, a, spare, sizeof spare, 6000);
     WAIT_FOR(dev_is(b, spare, "rebuilding"), 5000);
     /* c starts during the rebuild: it does not know a drives it */
     c = start_node_with(&t, 2, spare);
@@ -1541,7 +1533,6 @@ static void test_alone_adopts_rebuild(void **s)
 {
     struct clr_array *a, *b;
     uint8_t *buf = aligned_alloc(4096, 1 << 20);
-    struct clr_err e = { "" };
     char spare[400];
     uint64_t size;
     struct tarr t;
@@ -1552,18 +1543,10 @@ static void test_alone_adopts_rebuild(void **s)
     b = start_node(&t, 1);
     WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
     size = clr_array_size(a);
-    for (unsigned i = 0; i < 8; i++) {
-        memset(buf, 0x70 + (int)i, 1 << 20);
-        assert_int_equal(clr_array_pwrite(b, buf, 1 << 20, (uint64_t)i * 7 << 20, 0), 0);
-    }
+    write_pattern(b, buf, 0x70, 7);
     assert_int_equal(clr_array_stop(b), 0);
     clr_array_free(b);
-    if (clr_array_fail_device(a, t.path[1], &e) != 0 || clr_array_remove_device(a, t.path[1], &e) != 0)
-        fail_msg("fail/remove: %s", e.msg);
-    mkspare(&t, spare, sizeof spare);
-    clr_array_set_sync_speed(a, 1000, 4000);
-    if (clr_array_add_device(a, spare, &e) != 0)
-        fail_msg("add: %s", e.msg);
+    replace_with_spare(&t, a, spare, sizeof spare, 4000);
     usleep(700000);
     /* every node goes: the member is half rebuilt on disk */
     assert_int_equal(clr_array_crash(a), 0);
