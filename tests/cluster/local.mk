@@ -6,4 +6,4 @@ CLUSTER_TESTS = \
 	tests/cluster/test-cluster-raid10.sh
 TESTS += $(CLUSTER_TESTS)
 dist_check_SCRIPTS += $(CLUSTER_TESTS)
-EXTRA_DIST += tests/cluster/cluster-engine-functions.sh
+EXTRA_DIST += tests/cluster/cluster-engine-functions.sh tests/cluster/pattern-functions.sh
