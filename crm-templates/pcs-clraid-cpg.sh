@@ -15,9 +15,12 @@
 #   FENCING      scsi: fence_scsi on the member devices (shared SAS/SAN; the
 #                default), or existing: a stonith device is already configured
 #                (fence_ipmilan, fence_sbd, ...); nothing is created.
+#   FILESYSTEM   gfs2: a dlm clone and a GFS2 Filesystem clone on top (the
+#                default), or none: the array only (VMs, LVM, your own stack)
 #   FS_DEVICE    the NBD block device that carries GFS2 (default /dev/nbd0)
 #   MOUNTPOINT   where GFS2 is mounted (default /srv/ARRAY)
 #   CLRAID_BIN   the clraid command (default clraid, from PATH)
+#   CLRAID_PLUGIN  the engine's nbdkit plugin (default: the engine's own)
 #
 # The cpg lock backend needs no kernel DLM: its lock provider is corosync
 # itself, which runs beneath Pacemaker, so the clraid clone needs no order
@@ -31,9 +34,16 @@ CIB=${1:?usage: $0 CIB_FILE}
 : "${DEVICES:=/dev/disk/by-id/wwn-0x5000c500a0000001 /dev/disk/by-id/wwn-0x5000c500a0000002}"
 : "${NODES:=node1 node2 node3}"
 : "${FENCING:=scsi}"
+: "${FILESYSTEM:=gfs2}"
 : "${FS_DEVICE:=/dev/nbd0}"
 : "${MOUNTPOINT:=/srv/$ARRAY}"
 : "${CLRAID_BIN:=clraid}"
+: "${CLRAID_PLUGIN:=}"
+
+case "$FILESYSTEM" in
+gfs2|none) ;;
+*)	echo "FILESYSTEM must be gfs2 or none" >&2; exit 1 ;;
+esac
 
 pcs_() { pcs -f "$CIB" "$@"; }
 
@@ -58,6 +68,7 @@ esac
 
 pcs_ resource create "clraid-$ARRAY" ocf:clraid:clraid \
 	name="$ARRAY" devices="$DEVICES" lock=cpg binary="$CLRAID_BIN" \
+	${CLRAID_PLUGIN:+plugin="$CLRAID_PLUGIN"} \
 	on_disk_error=fail-disk on_last_device=fence \
 	op start timeout=90s \
 	op stop timeout=120s on-fail=fence \
@@ -66,6 +77,8 @@ pcs_ resource create "clraid-$ARRAY" ocf:clraid:clraid \
 	op monitor interval=120s timeout=60s OCF_CHECK_LEVEL=20 on-fail=fence \
 	meta requires="$REQUIRES" \
 	clone "clraid-$ARRAY-clone" meta interleave=true
+
+[ "$FILESYSTEM" = gfs2 ] || exit 0
 
 pcs_ resource create dlm ocf:pacemaker:controld \
 	op monitor interval=30s timeout=20s on-fail=fence \
