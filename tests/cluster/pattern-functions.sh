@@ -97,7 +97,7 @@ cl_expect() {
 # cl_build_expected SIZE OUT EXPECT...: an image of SIZE bytes, zero except
 # the regions, each block holding its "new" value.
 cl_build_expected() {
-    local size=$1 out=$2 e o old new
+    local size=$1 out=$2 e o new
     shift 2
     rm -f "$out"
     truncate -s "$size" "$out"

@@ -16,6 +16,7 @@ dist_crmtemplates_DATA = \
 EXTRA_DIST += doc/pacemaker.md \
 	tests/pacemaker/pcmk-functions.sh \
 	tests/pacemaker/fake-clraid \
+	tests/pacemaker/fence_clraidtest \
 	tests/pacemaker/ra-api-1.1.rng
 
 PACEMAKER_TESTS = \
@@ -25,6 +26,7 @@ PACEMAKER_TESTS = \
 	tests/pacemaker/agent-ocf-tester.sh \
 	tests/pacemaker/pcs-offline.sh \
 	tests/pacemaker/crmsh-template.sh \
-	tests/pacemaker/live-pacemaker.sh
+	tests/pacemaker/live-pacemaker.sh \
+	tests/pacemaker/live-cluster3.sh
 TESTS += $(PACEMAKER_TESTS)
 dist_check_SCRIPTS += $(PACEMAKER_TESTS)

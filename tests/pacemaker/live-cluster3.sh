@@ -1,0 +1,528 @@
+#!/bin/bash
+# Three Pacemaker nodes share one clustered RAID1 through the ocf:clraid:clraid
+# clone, with real fencing.
+#
+# Each node n1..n3 is a holder process that owns the node's network, mount
+# and UTS namespaces; its corosync, pacemakerd (and so the agent and the
+# engine) run inside, with private /etc/corosync, /run, /dev/shm,
+# /var/lib/{corosync,pacemaker} and /var/log/{pacemaker,cluster}.  The nodes
+# meet on a bridge in the test's own network namespace; the member files are
+# the same on all three.  Fencing is tests/pacemaker/fence_clraidtest, which
+# SIGKILLs every process of the target node's namespaces.  The clone is made
+# by crm-templates/pcs-clraid-cpg.sh itself, with lock=cpg.
+#
+# Scenarios (each prints "scenario N: ok" and its timings):
+#   1 disjoint writes from all three nodes, every region read on every node
+#   2 power loss of a node mid-write: fenced, taken over, resynced, rejoins
+#   3 a partition: the cut node freezes, the majority fences it and writes
+#     only after the fence is confirmed; nothing acknowledged is lost
+#   4 disable / enable: clean bitmaps, no resync on restart
+#   5 standby / unstandby of one node: no takeover, no resync
+#   6 crm_resource --force-check at depths 0, 10, 20 on every node
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+CLRAID_PCMK_UNSHARE="-n -u"
+. "${top_srcdir:-.}/tests/pacemaker/pcmk-functions.sh"
+set +e -u
+for t in corosync corosync-quorumtool pacemakerd crmadmin crm_mon crm_resource \
+	crm_attribute stonith_admin pcs ip nsenter unshare jq qemu-io nbdcopy nbdinfo; do
+	requires "$t"
+done
+PLUGIN=${CLRAID_NBDKIT_PLUGIN:-}
+[ -n "$PLUGIN" ] || fail "no nbdkit-clraid-plugin.so in $top_builddir/.libs (set CLRAID_NBDKIT_PLUGIN)"
+# shellcheck source=tests/cluster/pattern-functions.sh
+. "$top_srcdir/tests/cluster/pattern-functions.sh"
+export LC_ALL=C
+FENCE_AGENT="$top_srcdir/tests/pacemaker/fence_clraidtest"
+RECIPE="$top_srcdir/crm-templates/pcs-clraid-cpg.sh"
+NAME=vm
+RES=clraid-$NAME
+CLONE=$RES-clone
+T0=$(now_ms)
+step() { echo "[$(( ($(now_ms) - T0) / 1000 ))s] $*"; }
+
+# --- the test cluster's directory, the fence agent, the agent ------------
+N="$TESTDIR/nodes"
+mkdir -p "$N"
+: >"$N/clraid-test-nodes"
+chmod 755 "$TESTDIR"
+private_ocf
+# The fencer and pcs look for fence agents in /usr/sbin only: a copy with
+# ours in it, bound over /usr/sbin in this mount namespace alone.
+cp -a /usr/sbin "$TESTDIR/sbin"
+cp "$FENCE_AGENT" "$TESTDIR/sbin/fence_clraidtest"
+chmod 755 "$TESTDIR/sbin/fence_clraidtest"
+mount --bind "$TESTDIR/sbin" /usr/sbin || fail "bind mount over /usr/sbin"
+
+# --- three nodes on a bridge ---------------------------------------------
+ip link set lo up
+ip link add br0 type bridge || fail "bridge"
+ip link set br0 up
+declare -a H
+for i in 1 2 3; do
+	D="$N/n$i"
+	for d in etc-corosync var-lib-corosync var-log-cluster var-log-pacemaker run \
+		var-lib-pacemaker/cib var-lib-pacemaker/pengine var-lib-pacemaker/blackbox \
+		var-lib-pacemaker/cores; do
+		mkdir -p "$D/$d"
+	done
+	chown -R hacluster:haclient "$D/var-lib-pacemaker" "$D/var-log-pacemaker"
+	unshare -n -u -m --propagation private sh -c "
+		hostname n$i
+		mount --bind $D/etc-corosync /etc/corosync
+		mount --bind $D/var-lib-corosync /var/lib/corosync
+		[ -d /var/log/cluster ] && mount --bind $D/var-log-cluster /var/log/cluster
+		mount --bind $D/var-lib-pacemaker /var/lib/pacemaker
+		mount --bind $D/var-log-pacemaker /var/log/pacemaker
+		mount --bind $D/run /run
+		mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+		ip link set lo up
+		: >$D/ready
+		exec sleep infinity" >"$D/holder.out" 2>&1 &
+	H[i]=$!
+	echo "${H[i]}" >"$D/holder.pid"
+done
+# on I CMD...: run CMD on node I (absolute paths: nsenter changes the cwd).
+on() { local i=$1; shift; nsenter -t "${H[i]}" -n -m -u "$@"; }
+cl_run_on() { on "$@"; }
+cl_uri() { echo "nbd+unix:///?socket=/run/clraid/$NAME.sock"; }
+
+# node_pids I: every process of node I but its holder.
+node_pids() {
+	local ns p
+	ns=$(readlink "/proc/${H[$1]}/ns/net") || return 0
+	for p in /proc/[0-9]*; do
+		[ "${p#/proc/}" = "${H[$1]}" ] && continue
+		[ "$(readlink "$p/ns/net" 2>/dev/null)" = "$ns" ] && echo "${p#/proc/}"
+	done
+}
+# power_off I: pull node I's plug, with the fence agent's own kill.
+power_off() {
+	printf 'action=off\nport=n%s\nnodes_dir=%s\n' "$1" "$N" | "$FENCE_AGENT" >/dev/null 2>&1 ||
+		fail "power off n$1"
+}
+teardown() {
+	for i in 1 2 3; do [ -n "${H[i]:-}" ] && kill -0 "${H[i]}" 2>/dev/null && power_off "$i"; done
+	for i in 1 2 3; do [ -n "${H[i]:-}" ] && kill -KILL "${H[i]}" 2>/dev/null; done
+	wait 2>/dev/null
+	return 0
+}
+cleanup_fn teardown
+dump_logs() {
+	local i
+	for i in 1 2 3; do
+		echo "--- n$i corosync"; tail -n 5 "$N/n$i/corosync.out" "$N/n$i/corosync.log" 2>/dev/null
+		echo "--- n$i pacemaker.log (tail)"; grep -E 'error|warning|clraid|fence' "$N/n$i/pacemaker.log" 2>/dev/null | tail -n 25
+		echo "--- n$i engine log (tail)"; tail -n 15 "$N/n$i/run/clraid/$NAME.log" 2>/dev/null
+	done
+	echo "--- fence.log"; cat "$N/fence.log" 2>/dev/null
+	echo "--- crm_mon (n1)"; on 1 crm_mon -1 -A 2>&1 | head -n 60
+}
+
+n=0
+for i in 1 2 3; do
+	until [ -e "$N/n$i/ready" ]; do
+		n=$((n + 1)); [ "$n" -lt 100 ] || { cat "$N/n$i/holder.out"; fail "node n$i holder not ready"; }
+		sleep 0.1
+	done
+	ip link add "v$i" type veth peer name eth0 netns "${H[i]}" || fail "veth of n$i"
+	ip link set "v$i" master br0 up
+	on "$i" ip addr add "10.99.0.$i/24" dev eth0
+	on "$i" ip link set eth0 up
+	cat >"$N/n$i/etc-corosync/corosync.conf" <<CONF
+totem {
+	version: 2
+	cluster_name: clraidtest
+	transport: knet
+	token: 1000
+	crypto_cipher: none
+	crypto_hash: none
+}
+logging {
+	to_stderr: no
+	to_logfile: yes
+	logfile: $N/n$i/corosync.log
+	to_syslog: no
+	timestamp: hires
+}
+quorum {
+	provider: corosync_votequorum
+}
+nodelist {
+	node {
+		name: n1
+		nodeid: 1
+		ring0_addr: 10.99.0.1
+	}
+	node {
+		name: n2
+		nodeid: 2
+		ring0_addr: 10.99.0.2
+	}
+	node {
+		name: n3
+		nodeid: 3
+		ring0_addr: 10.99.0.3
+	}
+}
+CONF
+done
+step "3 nodes: holders ${H[*]}, bridge up"
+
+# wait_for WHAT SECONDS CMD...: poll CMD (every 0.2 s) until it succeeds.
+wait_for() {
+	local w=$1 s=$2 i=0; shift 2
+	until "$@" >/dev/null; do
+		i=$((i + 1))
+		[ "$i" -lt $((s * 5)) ] || { dump_logs; fail "timed out after ${s}s: $w"; }
+		sleep 0.2
+	done
+}
+
+# power_on I [dc-deadtime]: a fresh boot of node I: empty /run and
+# /dev/shm, then corosync and pacemakerd.
+power_on() {
+	local i=$1 D="$N/n$1"
+	[ -z "$(node_pids "$i")" ] || fail "n$i is still running"
+	rm -rf "${D:?}/run/"*
+	on "$i" sh -c 'rm -rf /dev/shm/*'
+	# started from a subshell that exits: bash neither waits for them nor
+	# reports their SIGKILL (fencing kills them by namespace, not by pid)
+	( (exec nsenter -t "${H[i]}" -n -m -u corosync -f -c /etc/corosync/corosync.conf) \
+		>"$D/corosync.out" 2>&1 & )
+	wait_for "corosync on n$i answers" 20 eval "on $i corosync-cfgtool -s >/dev/null 2>&1"
+	( (exec nsenter -t "${H[i]}" -n -m -u env PCMK_logfile="$D/pacemaker.log" setsid pacemakerd) \
+		>"$D/pacemakerd.out" 2>&1 & )
+}
+quorum_of() { on "$1" corosync-quorumtool -s 2>/dev/null | grep -q "Total votes:[[:space:]]*$2\$"; }
+# online V COUNT: crm_mon on node V shows a DC and COUNT nodes online.
+online() {
+	local out
+	out=$(on "$1" crm_mon -1 2>/dev/null) || return 1
+	! grep -q 'Current DC: NONE' <<<"$out" && grep -q 'Current DC:' <<<"$out" &&
+		[ "$(sed -n 's/.*Online: \[ \(.*\) \]/\1/p' <<<"$out" | wc -w)" = "$2" ]
+}
+
+# n1 first, with a short dc-deadtime in its CIB, until it is the DC; the
+# other two then join that DC at once instead of waiting 20 s to elect one.
+power_on 1
+wait_for "the CIB of n1 answers" 30 on 1 crm_attribute -t crm_config -n dc-deadtime -v 2s
+wait_for "n1 is the DC" 60 online 1 1
+step "pacemaker: n1 is the DC"
+power_on 2
+power_on 3
+wait_for "corosync: 3 votes" 30 quorum_of 1 3
+wait_for "Pacemaker: 3 nodes online" 90 online 1 3
+step "pacemaker: 3 nodes online"
+
+# --- fencing, the array, the clone from the recipe -----------------------
+on 1 pcs stonith create fence-test fence_clraidtest nodes_dir="$N" \
+	pcmk_host_list="n1 n2 n3" op monitor interval=60s >"$N/pcs.out" 2>&1 ||
+	{ cat "$N/pcs.out"; fail "pcs stonith create"; }
+DEVS=$(make_array "$NAME" 1 2 --nodes=4 --home-cluster=clraidtest --bitmap-chunk=512K)
+read -r -a LEGS <<<"$DEVS"
+on 1 pcs cluster cib "$N/cib.xml" || fail "pcs cluster cib"
+on 1 env ARRAY="$NAME" DEVICES="$DEVS" NODES="n1 n2 n3" FENCING=existing FILESYSTEM=none \
+	CLRAID_BIN="$CLRAID" CLRAID_PLUGIN="$PLUGIN" sh "$RECIPE" "$N/cib.xml" >"$N/recipe.out" 2>&1 ||
+	{ cat "$N/recipe.out"; fail "the pcs recipe $RECIPE"; }
+on 1 crm_verify -x "$N/cib.xml" >"$N/verify.out" 2>&1 || { cat "$N/verify.out"; fail "crm_verify of the recipe's CIB"; }
+on 1 pcs cluster cib-push "$N/cib.xml" --config >"$N/push.out" 2>&1 || { cat "$N/push.out"; fail "pcs cluster cib-push"; }
+
+# running_on NODES...: the clone runs on exactly these nodes.
+running_on() {
+	local got want
+	got=$(on 1 crm_resource -r "$RES" --locate 2>/dev/null | sed -n 's/.*is running on: \(n[0-9]\).*/\1/p' | sort | tr '\n' ' ')
+	want=$(printf '%s\n' "$@" | sort | tr '\n' ' ')
+	[ "$got" = "$want" ]
+}
+# node_attr VIEW NODE ATTR: the value crm_mon -1 -A on node VIEW shows.
+node_attr() {
+	on "$1" crm_mon -1 -A 2>/dev/null | awk -v n="Node: n$2:" -v a="clraid-$NAME-$3" '
+		/\* Node: / { cur = ($0 ~ n) } cur && $2 == a { print $NF; exit }'
+}
+attr_is() { [ "$(node_attr "$1" "$2" "$3")" = "$4" ]; }
+# st I JQ: one value of node I's engine status.
+st() { on "$1" timeout 20 "$CLRAID" status "$NAME" --json 2>/dev/null | jq -r "$2"; }
+st_is() { [ "$(st "$1" "$2")" = "$3" ]; }
+members() { st "$1" '.cluster.members | if type == "array" then length else . end'; }
+members_are() { [ "$(members "$1")" = "$2" ]; }
+
+t=$(now_ms)
+wait_for "clone started on n1 n2 n3" 90 running_on n1 n2 n3
+for i in 1 2 3; do wait_for "n$i: 3 members" 30 members_are "$i" 3; done
+step "clone $CLONE started on all 3 nodes in $(($(now_ms) - t)) ms"
+for v in 1 2 3; do
+	for i in 1 2 3; do
+		wait_for "crm_mon on n$v: n$i members 3" 30 attr_is "$v" "$i" members 3
+		wait_for "crm_mon on n$v: n$i state clean" 30 attr_is "$v" "$i" state clean
+	done
+done
+declare -A SLOT
+for i in 1 2 3; do
+	SLOT[$i]=$(node_attr "$i" "$i" slot)
+	[ "${SLOT[$i]}" = "$(st "$i" .cluster.slot)" ] || fail "n$i: crm_mon slot ${SLOT[$i]} differs from the engine's"
+	echo "crm_mon -1 -A on n$i: n$i state $(node_attr "$i" "$i" state), slot ${SLOT[$i]}, members $(node_attr "$i" "$i" members)"
+done
+[ "$(printf '%s\n' "${SLOT[@]}" | sort -u | wc -l)" = 3 ] || fail "the engines do not hold three different slots: ${SLOT[*]}"
+SIZE=$(st 1 .size_bytes)
+REGION_GAP=$((16 * 1048576))
+declare -a BASE
+for i in 1 2 3; do BASE[i]=$(((i - 1) * REGION_GAP + 1048576)); done
+[ "$SIZE" -ge $((3 * REGION_GAP)) ] || fail "array too small: $SIZE"
+
+# read_all I OUT: node I's whole export into OUT; its sha256 on stdout.
+read_all() {
+	on "$1" timeout 60 nbdcopy "$(cl_uri)" "$2" || fail "nbdcopy on n$1"
+	sha256sum <"$2" | cut -c1-16
+}
+# verify_data TAG NODES...: every listed node reads the same, and that is
+# what the writers' logs (W_LOGS) say it must be (in-flight: old or new).
+verify_data() {
+	local tag=$1 i s first="" exps=()
+	shift
+	for i in 1 2 3; do
+		cl_expect "${W_LOGS[i]}" "$i" "${BASE[i]}" >"$N/exp.$tag.$i"
+		exps+=("$N/exp.$tag.$i")
+	done
+	cl_build_expected "$SIZE" "$N/expected" "${exps[@]}"
+	for i in "$@"; do
+		s=$(read_all "$i" "$N/img$i")
+		[ -z "$first" ] && first=$s
+		[ "$s" = "$first" ] || { cmp -l "$N/img$1" "$N/img$i" | head -5; fail "$tag: n$i reads other data than n$1"; }
+		cl_verify "$N/img$i" "$N/expected" "${exps[@]}" >"$N/verify.out" ||
+			{ cat "$N/verify.out"; fail "$tag: n$i: data differs from the acknowledged writes"; }
+	done
+	grep 'in-flight' "$N/verify.out"
+	rm -f "$N"/img? "$N/expected"
+	echo "$tag: nodes $* read the same (sha256 $first...) and every acknowledged write"
+}
+declare -a W_LOGS
+for i in 1 2 3; do W_LOGS[i]="$N/none.$i"; : >"${W_LOGS[i]}"; done
+
+# --- scenario 1: disjoint writes ------------------------------------------
+scenario_1() {
+	t=$(now_ms)
+	pids=()
+	for i in 1 2 3; do
+		W_LOGS[i]="$N/w1.$i.log"
+		cl_writer "$i" "${BASE[i]}" "${W_LOGS[i]}" "$N/nostop" 2 &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	for i in 1 2 3; do
+		! grep -q "$CL_FAILED" "${W_LOGS[i]}" || { cat "${W_LOGS[i]}"; fail "scenario 1: a write on n$i failed"; }
+	done
+	tw=$(($(now_ms) - t))
+	verify_data s1 1 2 3
+	echo "scenario 1: ok: 3 nodes x $((2 * CL_NB)) writes of $CL_BS B in $tw ms; every node read all three regions ($(($(now_ms) - t - tw)) ms)"
+}
+
+# fenced_after NODE T_MS: Pacemaker's fence history (on n1) has more
+# successful fencings of NODE than FENCED_BEFORE, and the fence agent
+# logged the end of a fencing of it after T_MS; prints when (ms).  The
+# history has whole seconds only; the agent's log has milliseconds.
+fence_count() { on 1 stonith_admin --history "n$1" 2>/dev/null | grep -c "of n$1 successful"; }
+fenced_after() {
+	[ "$(fence_count "$1")" -gt "$FENCED_BEFORE" ] || return 1
+	awk -v n="n$1" -v t="$2" '$2 == "reboot" && $3 == n && $4 == "done" && $1 > t { print $1; exit }' \
+		"$N/fence.log" 2>/dev/null | grep .
+}
+# wait_round K: node K's writer is in a later round, mid-way.
+in_mid_round() {
+	local r a
+	read -r r a <<<"$(cl_in_round "${W_LOGS[$1]}")"
+	[ "$r" -ge 2 ] && [ "$a" -ge 4 ] && [ "$a" -le $((CL_NB - 4)) ]
+}
+# start_writers TAG: all three nodes write their regions until $N/stop.TAG.
+start_writers() {
+	local i
+	WPIDS=()
+	rm -f "$N/stop.$1"
+	for i in 1 2 3; do
+		W_LOGS[i]="$N/w$1.$i.log"
+		rm -f "${W_LOGS[i]}.acks"
+		cl_writer "$i" "${BASE[i]}" "${W_LOGS[i]}" "$N/stop.$1" &
+		WPIDS+=($!)
+	done
+}
+stop_writers() { touch "$N/stop.$1"; wait "${WPIDS[@]}"; }
+# survivors_ok A B: their writers saw no failure.
+survivors_ok() {
+	local i
+	for i in "$@"; do
+		! grep -q "$CL_FAILED" "${W_LOGS[i]}" ||
+			{ grep -m3 "$CL_FAILED" "${W_LOGS[i]}"; fail "a client write on survivor n$i failed"; }
+	done
+}
+# check_clean I: a scrub on node I finds no mismatch.
+check_clean() {
+	on "$1" timeout 120 "$CLRAID" check "$NAME" --wait >/dev/null || fail "clraid check on n$1"
+	st_is "$1" .last_check.mismatches 0 || fail "n$1: check found $(st "$1" .last_check.mismatches) mismatches"
+}
+took_over() { [ "$(st "$1" '.cluster.last_takeover.at_ms // 0')" -gt "$2" ]; }
+# taker_after T_MS: the survivor (n1 or n2) that took a slot over after T_MS.
+taker_after() { if took_over 1 "$1"; then echo 1; elif took_over 2 "$1"; then echo 2; else return 1; fi; }
+resync_done_after() { [ "$(st "$1" '.last_resync.ended_ms // 0')" -gt "$2" ] && st_is "$1" .sync_action idle; }
+# rejoin I: power node I on; its clone instance starts; three members again.
+rejoin() {
+	local t
+	t=$(now_ms)
+	power_on "$1"
+	wait_for "n$1 back online" 90 online 1 3
+	wait_for "clone runs on n1 n2 n3 again" 90 running_on n1 n2 n3
+	for i in 1 2 3; do wait_for "n$i: 3 members" 60 members_are "$i" 3; done
+	wait_for "n$1 idle" 60 st_is "$1" .sync_action idle
+	REJOIN_MS=$(($(now_ms) - t))
+}
+
+# --- scenario 2: power loss of n3 mid-write -------------------------------
+scenario_2() {
+	on "$V" timeout 20 "$CLRAID" fault "$NAME" "${LEGS[1]}" delay --ms 20 >/dev/null || fail "fault delay on n$V"
+	FENCED_BEFORE=$(fence_count "$V")
+	start_writers 2
+	wait_for "n$V mid-write" 60 in_mid_round "$V"
+	t_kill=$(now_ms)
+	power_off "$V"
+	echo "n$V: every process SIGKILLed at t=0, its writer in round $(cl_in_round "${W_LOGS[V]}")"
+	wait_for "n$V fenced by Pacemaker" 60 fenced_after "$V" "$t_kill"
+	t_fence=$(fenced_after "$V" "$t_kill")
+	wait_for "a survivor took n$V's bitmap over" 60 taker_after "$t_kill"
+	TAKER=$(taker_after "$t_kill")
+	t_take=$(st "$TAKER" .cluster.last_takeover.at_ms)
+	wait_for "resync done on n$TAKER" 60 resync_done_after "$TAKER" "$t_take"
+	t_sync=$(st "$TAKER" .last_resync.ended_ms)
+	stop_writers 2
+	survivors_ok 1 2
+	grep -q "$CL_FAILED\|rc 137\|rc 124" "${W_LOGS[V]}" || fail "n$V's writer was not cut mid-write"
+	[ "$t_take" -ge "$t_fence" ] || fail "takeover at $t_take ms, before the fencing completed at $t_fence ms"
+	dirty=$(st "$TAKER" .cluster.last_takeover.bytes)
+	resynced=$(st "$TAKER" .last_resync.bytes)
+	[ "$dirty" -gt 0 ] || fail "n$V died mid-write but its bitmap had no dirty chunk"
+	on 1 stonith_admin --history "n$V" 2>/dev/null | head -n 3
+	verify_data s2 1 2
+	check_clean "$TAKER"
+	rejoin "$V"
+	verify_data s2-rejoined "$V"
+	echo "scenario 2: ok: kill -> fence confirmed $((t_fence - t_kill)) ms -> takeover (n$TAKER) $((t_take - t_kill)) ms -> resync done $((t_sync - t_kill)) ms; resynced $resynced of $dirty dirty bytes; check 0 mismatches; n$V rejoined in $REJOIN_MS ms"
+}
+
+# --- scenario 3: a partition cuts n3 off ----------------------------------
+scenario_3() {
+	FENCED_BEFORE=$(fence_count "$V")
+	start_writers 3
+	wait_for "n$V mid-write" 60 in_mid_round "$V"
+	t_cut=$(now_ms)
+	ip link set "v$V" down
+	wait_for "n$V frozen" 30 frozen
+	t_frozen=$(now_ms)
+	wait_for "n$V fenced by the majority" 60 fenced_after "$V" "$t_cut"
+	t_fence=$(fenced_after "$V" "$t_cut")
+	wait_for "a survivor took n$V's bitmap over" 60 taker_after "$t_cut"
+	TAKER=$(taker_after "$t_cut")
+	t_take=$(st "$TAKER" .cluster.last_takeover.at_ms)
+	wait_for "resync done on n$TAKER" 60 resync_done_after "$TAKER" "$t_take"
+	wait_for "n1 writes after the fence" 30 acks_after 1 "$t_fence"
+	stop_writers 3
+	survivors_ok 1 2
+	# When did the survivors hold writes?  No acknowledgement may be seen
+	# from the moment the engines knew of the loss until the fence completed
+	# (100 ms of slack for the reader of qemu-io's output).
+	for i in 1 2; do
+		hs=$(st "$i" '.cluster.write_hold.start_ms // 0')
+		he=$(st "$i" '.cluster.write_hold.end_ms // 0')
+		[ "$hs" -gt "$t_cut" ] || fail "n$i: no write hold after the cut (write_hold.start_ms $hs)"
+		[ "$he" -ge "$t_fence" ] || fail "n$i: writes resumed at $he ms, before the fence completed at $t_fence ms"
+		bad=$(awk -v a=$((hs + 100)) -v b="$t_fence" '$1 > a && $1 < b' "${W_LOGS[i]}.acks" | wc -l)
+		[ "$bad" = 0 ] || fail "n$i: $bad writes acknowledged between the hold ($hs) and the fence ($t_fence)"
+		first=$(awk -v t="$t_fence" '$1 >= t { print $1; exit }' "${W_LOGS[i]}.acks")
+		echo "n$i: writes held from +$((hs - t_cut)) ms to +$((he - t_cut)) ms after the cut; first acknowledgement after the fence at +$((first - t_cut)) ms"
+		eval "t_first$i=$first"
+	done
+	ip link set "v$V" up
+	verify_data s3 1 2
+	check_clean "$TAKER"
+	rejoin "$V"
+	# shellcheck disable=SC2154
+	echo "scenario 3: ok: partition -> n$V frozen <= $((t_frozen - t_cut)) ms -> fence confirmed $((t_fence - t_cut)) ms -> takeover $((t_take - t_cut)) ms -> majority writing $((t_first1 - t_cut)) ms (n1), $((t_first2 - t_cut)) ms (n2); n$V rejoined in $REJOIN_MS ms"
+}
+
+# --- scenario 4: disable, enable ------------------------------------------
+scenario_4() {
+	t=$(now_ms)
+	on 1 pcs resource disable "$CLONE" >/dev/null || fail "pcs resource disable"
+	wait_for "clone stopped everywhere" 60 stopped_all
+	t_stop=$(($(now_ms) - t))
+	for i in 1 2 3; do [ ! -e "$N/n$i/run/clraid/$NAME.pid" ] || fail "n$i: the engine's pid file is left"; done
+	slots_clean || { "$CLRAID" examine --json "${LEGS[@]}" | jq -c '[.[].bitmap.slots[]]'; fail "dirty bits left after a clean stop"; }
+	t=$(now_ms)
+	on 1 pcs resource enable "$CLONE" >/dev/null || fail "pcs resource enable"
+	wait_for "clone running everywhere" 90 running_on n1 n2 n3
+	for i in 1 2 3; do wait_for "n$i: 3 members" 60 members_are "$i" 3; done
+	t_start=$(($(now_ms) - t))
+	for i in 1 2 3; do
+		st_is "$i" .sync_action idle || fail "n$i resyncs after a clean restart"
+		st_is "$i" .last_resync.started_ms null || fail "n$i ran a resync after a clean restart"
+	done
+	echo "scenario 4: ok: disable stopped all 3 in $t_stop ms with every bitmap slot clean; enable started all 3 in $t_start ms with no resync"
+}
+
+# --- scenario 5: standby, unstandby ---------------------------------------
+scenario_5() {
+	declare -A REC LR
+	for i in 1 3; do
+		REC[$i]=$(st "$i" .cluster.recovered_slots)
+		LR[$i]=$(st "$i" '.last_resync.started_ms')
+	done
+	t=$(now_ms)
+	on 1 pcs node standby n2 >/dev/null || fail "pcs node standby n2"
+	wait_for "n2's instance stopped" 60 running_on n1 n3
+	for i in 1 3; do wait_for "n$i: 2 members" 30 members_are "$i" 2; done
+	t_sb=$(($(now_ms) - t))
+	W_LOGS[2]="$N/none.2"
+	for i in 1 3; do
+		W_LOGS[i]="$N/w5.$i.log"
+		cl_writer "$i" "${BASE[i]}" "${W_LOGS[i]}" "$N/nostop" 1 || true
+		survivors_ok "$i"
+		[ "$(st "$i" .cluster.recovered_slots)" = "${REC[$i]}" ] || fail "n$i took a slot over after a standby"
+		[ "$(st "$i" .last_resync.started_ms)" = "${LR[$i]}" ] || fail "n$i resynced after a standby"
+	done
+	verify_data s5 1 3
+	on 1 pcs node unstandby n2 >/dev/null || fail "pcs node unstandby n2"
+	t=$(now_ms)
+	wait_for "clone back on n2" 60 running_on n1 n2 n3
+	for i in 1 2 3; do wait_for "n$i: 3 members" 30 members_are "$i" 3; done
+	echo "scenario 5: ok: standby n2 stopped its instance in $t_sb ms, no takeover and no resync on n1 and n3, which kept writing; unstandby: back in $(($(now_ms) - t)) ms"
+}
+
+# --- scenario 6: deep checks on every node --------------------------------
+scenario_6() {
+	t=$(now_ms)
+	for i in 1 2 3; do
+		for l in 0 10 20; do
+			on "$i" crm_resource -r "$RES" --force-check="$l" >"$N/check.out" 2>&1 ||
+				{ cat "$N/check.out"; fail "n$i: crm_resource --force-check=$l"; }
+		done
+	done
+	echo "scenario 6: ok: crm_resource --force-check at depths 0, 10, 20 on n1, n2, n3 in $(($(now_ms) - t)) ms"
+}
+
+# frozen: the victim's engine has frozen its I/O.
+frozen() { [ "$(on "$V" timeout 5 "$CLRAID" status "$NAME" --json 2>/dev/null | jq -r '.frozen != null or .state == "frozen"')" = true ]; }
+# the majority writes again: acknowledgements after the fencing
+acks_after() { awk -v t="$2" '$1 > t { n++ } END { exit !(n >= 2) }' "${W_LOGS[$1]}.acks" 2>/dev/null; }
+stopped_all() { on 1 crm_resource -r "$RES" --locate 2>&1 | grep -q 'is NOT running'; }
+slots_clean() {
+	[ "$("$CLRAID" examine --json "${LEGS[@]}" | jq '[.[].bitmap.slots[].dirty_bits] | add')" = 0 ]
+}
+
+V=3
+for sc in ${LIVE3_SCENARIOS:-1 2 3 4 5 6}; do
+	"scenario_$sc"
+done
+
+# --- the end: everything stops, nothing is left ---------------------------
+on 1 pcs resource disable "$CLONE" >/dev/null
+wait_for "clone stopped everywhere" 60 stopped_all
+slots_clean || fail "dirty bits left after the final stop"
+for i in 1 2 3; do power_off "$i"; done
+for i in 1 2 3; do [ -z "$(node_pids "$i")" ] || fail "processes of n$i are left: $(node_pids "$i")"; done
+step "done: all nodes powered off, no process left in them"
