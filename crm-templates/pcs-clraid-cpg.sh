@@ -17,7 +17,9 @@
 #                (fence_ipmilan, fence_sbd, ...); nothing is created.
 #   FILESYSTEM   gfs2: a dlm clone and a GFS2 Filesystem clone on top (the
 #                default), or none: the array only (VMs, LVM, your own stack)
-#   FS_DEVICE    the NBD block device that carries GFS2 (default /dev/nbd0)
+#   FS_DEVICE    the NBD block device that carries GFS2 (default /dev/nbd0):
+#                the agent attaches the array to it (nbd_device), with
+#                NBD_CONNECTIONS connections (default 4)
 #   MOUNTPOINT   where GFS2 is mounted (default /srv/ARRAY)
 #   CLRAID_BIN   the clraid command (default clraid, from PATH)
 #   CLRAID_PLUGIN  the engine's nbdkit plugin (default: the engine's own)
@@ -36,12 +38,14 @@ CIB=${1:?usage: $0 CIB_FILE}
 : "${FENCING:=scsi}"
 : "${FILESYSTEM:=gfs2}"
 : "${FS_DEVICE:=/dev/nbd0}"
+: "${NBD_CONNECTIONS:=4}"
 : "${MOUNTPOINT:=/srv/$ARRAY}"
 : "${CLRAID_BIN:=clraid}"
 : "${CLRAID_PLUGIN:=}"
 
 case "$FILESYSTEM" in
-gfs2|none) ;;
+gfs2)	FS_NBD=$FS_DEVICE ;;  # the agent attaches the block device GFS2 mounts
+none)	FS_NBD="" ;;
 *)	echo "FILESYSTEM must be gfs2 or none" >&2; exit 1 ;;
 esac
 
@@ -69,6 +73,7 @@ esac
 pcs_ resource create "clraid-$ARRAY" ocf:clraid:clraid \
 	name="$ARRAY" devices="$DEVICES" lock=cpg binary="$CLRAID_BIN" \
 	${CLRAID_PLUGIN:+plugin="$CLRAID_PLUGIN"} \
+	${FS_NBD:+nbd_device="$FS_NBD"} ${FS_NBD:+nbd_connections="$NBD_CONNECTIONS"} \
 	on_disk_error=fail-disk on_last_device=fence \
 	op start timeout=90s \
 	op stop timeout=120s on-fail=fence \

@@ -19,7 +19,9 @@
 #   FENCING      scsi: fence_scsi on the member devices (shared SAS/SAN; the
 #                default), or existing: a stonith device is already configured
 #                (fence_ipmilan, fence_sbd, ...); nothing is created.
-#   FS_DEVICE    the NBD block device that carries GFS2 (default /dev/nbd0)
+#   FS_DEVICE    the NBD block device that carries GFS2 (default /dev/nbd0):
+#                the agent attaches the array to it (nbd_device), with
+#                NBD_CONNECTIONS connections (default 4)
 #   MOUNTPOINT   where GFS2 is mounted (default /srv/ARRAY)
 #   CLRAID_BIN   the clraid command (default clraid, from PATH)
 #
@@ -35,6 +37,7 @@ CIB=${1:?usage: $0 CIB_FILE}
 : "${NODES:=node1 node2 node3}"
 : "${FENCING:=scsi}"
 : "${FS_DEVICE:=/dev/nbd0}"
+: "${NBD_CONNECTIONS:=4}"
 : "${MOUNTPOINT:=/srv/$ARRAY}"
 : "${CLRAID_BIN:=clraid}"
 
@@ -61,6 +64,7 @@ esac
 
 pcs_ resource create "clraid-$ARRAY" ocf:clraid:clraid \
 	name="$ARRAY" devices="$DEVICES" lock=dlm binary="$CLRAID_BIN" \
+	nbd_device="$FS_DEVICE" nbd_connections="$NBD_CONNECTIONS" \
 	on_disk_error=fail-disk on_last_device=fence \
 	op start timeout=90s \
 	op stop timeout=120s on-fail=fence \

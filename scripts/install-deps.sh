@@ -1,8 +1,10 @@
 #!/bin/sh
 # Installs every build and test dependency of clraid on Debian 12, as root.
-# Services shipped by these packages (corosync, pacemaker, pcsd, mdmonitor)
-# are NOT started: the test suite runs its own private corosync/pacemaker,
-# and a host-wide one would be a cluster we must never touch.
+# Services shipped by these packages (corosync, pacemaker, pcsd, mdmonitor,
+# nbd-client) are NOT started: the test suite runs its own private
+# corosync/pacemaker, and a host-wide one would be a cluster we must never
+# touch.  nbd-client is for the agent's nbd_device (its tests use a stub;
+# nbd-client itself needs the nbd kernel module only when it attaches).
 set -eu
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -18,7 +20,7 @@ PKGS="
  corosync libcpg-dev libquorum-dev libcmap-dev libcorosync-common-dev libqb-dev
  libdlm-dev pacemaker pacemaker-dev pacemaker-cli-utils pcs crmsh
  resource-agents fence-agents
- nbdkit nbdkit-plugin-dev libnbd-dev libnbd-bin
+ nbdkit nbdkit-plugin-dev libnbd-dev libnbd-bin nbd-client
  qemu-utils qemu-system-common mdadm fio util-linux iproute2 procps
  jq e2fsprogs coreutils mount cpio
 "

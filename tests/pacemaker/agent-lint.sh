@@ -4,7 +4,7 @@
 requires shellcheck
 
 cd "$top_srcdir"
-shellcheck -s sh ocf/clraid crm-templates/*.sh tests/pacemaker/fake-clraid
+shellcheck -s sh ocf/clraid crm-templates/*.sh tests/pacemaker/fake-clraid tests/pacemaker/stub-nbd-client
 # The tests source helpers that shellcheck follows with -x.
 set --
 for f in tests/pacemaker/*.sh; do

@@ -17,12 +17,14 @@ EXTRA_DIST += doc/pacemaker.md \
 	tests/pacemaker/pcmk-functions.sh \
 	tests/pacemaker/fake-clraid \
 	tests/pacemaker/fence_clraidtest \
+	tests/pacemaker/stub-nbd-client \
 	tests/pacemaker/ra-api-1.1.rng
 
 PACEMAKER_TESTS = \
 	tests/pacemaker/agent-lint.sh \
 	tests/pacemaker/agent-metadata.sh \
 	tests/pacemaker/agent-actions.sh \
+	tests/pacemaker/agent-nbd.sh \
 	tests/pacemaker/agent-ocf-tester.sh \
 	tests/pacemaker/pcs-offline.sh \
 	tests/pacemaker/crmsh-template.sh \
