@@ -7,3 +7,9 @@ CLUSTER_TESTS = \
 TESTS += $(CLUSTER_TESTS)
 dist_check_SCRIPTS += $(CLUSTER_TESTS)
 EXTRA_DIST += tests/cluster/cluster-engine-functions.sh tests/cluster/pattern-functions.sh
+
+# The writer of the cluster tests: sequential NBD writes, each acknowledgement
+# stamped by the client.
+check_PROGRAMS += tests/cluster/nbd_seq_write
+tests_cluster_nbd_seq_write_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS)
+tests_cluster_nbd_seq_write_LDADD = $(LIBNBD_LIBS)

@@ -2,7 +2,8 @@
 # cluster tests (tests/cluster, tests/pacemaker/live-cluster3.sh).  Bash.
 #
 # The test defines cl_uri K (the NBD URI of node K's export) before it
-# calls these.  cl_run_on K CMD... runs a client command "on" node K: by
+# calls these.  cl_acks LOG prints "T_MS OFFSET" for every acknowledged
+# write of a writer, as the client saw it, so far.  cl_run_on K CMD... runs a client command "on" node K: by
 # default here, in the test's own namespaces; a test whose nodes live in
 # namespaces of their own redefines it (e.g. with nsenter), so that a
 # node's power loss also kills its clients.
@@ -23,30 +24,27 @@ CL_BS=65536
 CL_NB=${CL_NB:-32}
 cl_pattern() { echo $(((($1 - 1) % 3) * 64 + ($2 - 1) % 63 + 1)); }
 
-# What qemu-io prints when a write or the connection fails.
+# What the writer prints when a write or the connection fails.
 CL_FAILED='failed\|rror\|Failed'
 # cl_count PATTERN FILE: matching lines (0 if none or no file).
 cl_count() { local c; c=$(grep -c -- "$1" "$2" 2>/dev/null) || c=0; echo "${c:-0}"; }
 
+# The writer: sequential writes, one in flight, qemu-io's output lines and
+# the client's own time of each acknowledgement (nbd_seq_write.c).
+CL_WRITER=${CL_WRITER:-${top_builddir:?}/tests/cluster/nbd_seq_write}
+
 # cl_writer K BASE LOG STOPFILE [MAXROUNDS]: run in the background.
 cl_writer() {
-    local k=$1 base=$2 log=$3 stop=$4 max=${5:-1000000} r=0 p b rc
-    local -a cmds
+    local k=$1 base=$2 log=$3 stop=$4 max=${5:-1000000} r=0 p rc
     : >"$log"
     while [ ! -e "$stop" ] && [ "$r" -lt "$max" ]; do
         r=$((r + 1))
         p=$(cl_pattern "$k" "$r")
-        cmds=()
-        for ((b = 0; b < CL_NB; b++)); do
-            cmds+=(-c "write -P $p $((base + b * CL_BS)) $CL_BS")
-        done
         echo "round $r pattern $p t_ms $(now_ms)" >>"$log"
-        rc=0
         # line-buffered: cl_in_round sees the acknowledgements as they come
-        # $log.acks: when each acknowledgement was seen (t_ms offset)
-        cl_run_on "$k" timeout "${CL_WRITE_TIMEOUT:-30}" stdbuf -oL qemu-io -f raw "$(cl_uri "$k")" "${cmds[@]}" \
-            2>&1 | cl_stamp_acks "$log.acks" >"$log.r$r"
-        rc=${PIPESTATUS[0]}
+        cl_run_on "$k" timeout "${CL_WRITE_TIMEOUT:-30}" "$CL_WRITER" "$(cl_uri "$k")" "$p" \
+            "$base" "$CL_BS" "$CL_NB" >"$log.r$r" 2>&1
+        rc=$?
         cat "$log.r$r" >>"$log"
         echo "end $r rc $rc t_ms $(now_ms)" >>"$log"
         grep -q "$CL_FAILED" "$log.r$r" && break
@@ -55,15 +53,7 @@ cl_writer() {
     return 0
 }
 
-# cl_stamp_acks FILE: copy stdin to stdout; append "T_MS OFFSET" to FILE
-# for each acknowledged write as it is seen.
-cl_stamp_acks() {
-    local l
-    while IFS= read -r l; do
-        printf '%s\n' "$l"
-        case $l in wrote*) echo "$(now_ms) ${l##* }" >>"$1" ;; esac
-    done
-}
+cl_acks() { cat "$1".r* 2>/dev/null | awk '/^acked / { print $4, $2 }'; }
 
 # cl_in_round LOG: "ROUND ACKED": the writer's current round and how many
 # of its writes are acknowledged so far.
