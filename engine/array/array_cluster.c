@@ -1080,6 +1080,8 @@ static void cl_event(struct clr_ls *ls, const struct clr_ls_event *ev, void *arg
         pthread_mutex_unlock(&a->lock);
         clr_arr_log(a, LOG_CRIT, "cluster: quorum lost or partition: I/O frozen; restart the engine once the cluster is whole");
         break;
+    case CLR_LS_EV_MEMBER_LOST:
+        break;
     case CLR_LS_EV_FENCE_TIMEOUT:
         clr_arr_log(a, LOG_WARNING, "cluster: a failed member (node %u pid %u) is still not confirmed dead: its bitmap waits for the fencer",
                     ev->nodeid, ev->pid);
