@@ -565,13 +565,6 @@ void clr_mdc_on_done(struct clr_mdc *m)
 	pthread_mutex_unlock(&m->mu);
 }
 
-void clr_mdc_on_freeze(struct clr_mdc *m)
-{
-	pthread_mutex_lock(&m->mu);
-	m->lost = 0;
-	changed_locked(m);
-	pthread_mutex_unlock(&m->mu);
-}
 
 bool clr_mdc_recovery_pending(struct clr_mdc *m)
 {

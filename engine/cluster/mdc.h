@@ -251,11 +251,12 @@ void clr_mdc_on_prep(struct clr_mdc *m);
  * Until it is, new client writes are held (clr_mdc_writes_held()): a node
  * behind a partition may still be writing, so the survivors serve writes
  * only once the fencer confirmed it (the lock service keeps its locks
- * until then anyway).  Lifted by clr_mdc_on_member_failed() for the slot,
- * by clr_mdc_on_done() (the lock service sends DONE only when no lost
- * member is left unconfirmed) and by clr_mdc_on_freeze().  A process
- * death on a live node or a clean leave is confirmed at once and never
- * comes here.
+ * until then anyway).  Lifted by clr_mdc_on_member_failed() for the slot
+ * and by clr_mdc_on_done() (the lock service sends DONE only when no lost
+ * member is left unconfirmed, also after it rejoined from a freeze).  A
+ * freeze does not lift it: the host's frozen I/O must not be let through
+ * by the end of a hold.  A process death on a live node or a clean leave
+ * is confirmed at once and never comes here.
  */
 void clr_mdc_on_member_lost(struct clr_mdc *m, unsigned slot);
 /** Member in slot @slot died and is confirmed dead: queue its takeover
@@ -263,10 +264,6 @@ void clr_mdc_on_member_lost(struct clr_mdc *m, unsigned slot);
 void clr_mdc_on_member_failed(struct clr_mdc *m, unsigned slot);
 /** Membership change done: nothing is lost any more. */
 void clr_mdc_on_done(struct clr_mdc *m);
-/** The lockspace froze (quorum lost, partition merge lost): every lock of
- *  ours is gone and the host freezes its I/O itself; forget lost members
- *  (a rejoin reports the ones still unconfirmed again). */
-void clr_mdc_on_freeze(struct clr_mdc *m);
 /** True while a takeover is queued (the host's recovery thread runs
  *  clr_mdc_recover()). */
 bool clr_mdc_recovery_pending(struct clr_mdc *m);

@@ -536,10 +536,10 @@ static void test_write_hold(void **state)
 	assert_true(clr_mdc_writes_held(&c->n[1].m));
 	clr_mdc_on_done(&c->n[1].m);
 	assert_false(clr_mdc_writes_held(&c->n[1].m));
-	/* a freeze forgets lost members (I/O is frozen by the host) */
+	/* held again by a later loss: counted */
 	clr_mdc_on_member_lost(&c->n[1].m, 2);
 	assert_true(clr_mdc_writes_held(&c->n[1].m));
-	clr_mdc_on_freeze(&c->n[1].m);
+	clr_mdc_on_member_failed(&c->n[1].m, 2);
 	assert_false(clr_mdc_writes_held(&c->n[1].m));
 	clr_mdc_stats(&c->n[1].m, &st);
 	assert_int_equal(st.holds, 2);
