@@ -1042,13 +1042,15 @@ static uint64_t cl_lost(struct arr_cluster *cl)
     return st.lost;
 }
 
-/* A membership event changed the core's lost slots from @was to @now:
- * stamp the start or end of the write hold for status, and say so. */
-static void hold_note(struct arr_cluster *cl, const struct clr_ls_event *ev, uint64_t was,
-                      uint64_t now)
+/* A membership event that arrived at wall-clock @t changed the core's
+ * lost slots from @was to @now: stamp the start or end of the write hold
+ * for status, and say so.  @t is taken before the core saw the event, so
+ * no write released by it completes before the end stamp. */
+static void hold_note(struct arr_cluster *cl, const struct clr_ls_event *ev, int64_t t,
+                      uint64_t was, uint64_t now)
 {
     struct clr_array *a = cl->a;
-    int64_t t = clr_arr_wall_ms(), held = 0;
+    int64_t held = 0;
 
     pthread_mutex_lock(&cl->mu);
     if (!was && now) {
@@ -1078,6 +1080,7 @@ static void cl_event(struct clr_ls *ls, const struct clr_ls_event *ev, void *arg
 {
     struct arr_cluster *cl = arg;
     struct clr_array *a = cl->a;
+    int64_t t = clr_arr_wall_ms();
     uint64_t lost;
 
     if (!cl->mdc_ready)
@@ -1151,7 +1154,7 @@ static void cl_event(struct clr_ls *ls, const struct clr_ls_event *ev, void *arg
         uint64_t now = cl_lost(cl);
 
         if (now != lost)
-            hold_note(cl, ev, lost, now);
+            hold_note(cl, ev, t, lost, now);
     }
 }
 
@@ -1631,15 +1634,36 @@ void clr_arr_cl_leave(struct clr_array *a, bool unclean)
     clr_arr_log(a, LOG_INFO, "left the cluster%s", unclean ? " (dirty chunks handed to the others)" : "");
 }
 
-void clr_arr_cl_crash(struct clr_array *a)
+void clr_arr_cl_crash(struct clr_array *a, bool lost, uint64_t *member)
 {
     struct arr_cluster *cl = a->cl;
 
     if (!cl)
         return;
     cl_signal_stop(cl);
-    if (cl->ls)
+    if (!cl->ls)
+        return;
+    if (member)
+        *member = clr_ls_member_id(cl->ls);
+    if (lost)
+        clr_lock_local_lose(cl->ls);
+    else
         clr_lock_local_kill(cl->ls);
+}
+
+int clr_array_confirm_dead(struct clr_array *a, uint64_t member)
+{
+    int rc = -EINVAL;
+    bool up;
+
+    pthread_mutex_lock(&a->mgmt_lock);
+    pthread_mutex_lock(&a->lock);
+    up = a->running && !a->stopping;
+    pthread_mutex_unlock(&a->lock);
+    if (up && a->cl && a->cl->ls)
+        rc = clr_ls_confirm_dead(a->cl->ls, member);
+    pthread_mutex_unlock(&a->mgmt_lock);
+    return rc;
 }
 
 void clr_arr_cl_crash_finish(struct clr_array *a)
@@ -1684,8 +1708,9 @@ void clr_arr_cl_wait(struct clr_array *a, uint64_t gen, unsigned ms)
 
 bool clr_arr_cl_write_blocked(struct clr_array *a, uint64_t lo, uint64_t hi)
 {
-    return a->cl && a->cl->mdc_ready &&
-           (clr_mdc_writes_held(&a->cl->mdc) || clr_mdc_write_blocked(&a->cl->mdc, lo, hi));
+    /* a lost node not yet fenced holds every new write; a remote resync
+     * window holds the ones inside it */
+    return a->cl && (clr_mdc_writes_held(&a->cl->mdc) || clr_mdc_write_blocked(&a->cl->mdc, lo, hi));
 }
 
 bool clr_arr_cl_read_first(struct clr_array *a, uint64_t lo, uint64_t hi)
