@@ -565,7 +565,6 @@ void clr_mdc_on_done(struct clr_mdc *m)
 	pthread_mutex_unlock(&m->mu);
 }
 
-
 bool clr_mdc_recovery_pending(struct clr_mdc *m)
 {
 	bool p;
