@@ -192,6 +192,18 @@ void clr_array_set_sync_speed(struct clr_array *a, uint32_t min_kib, uint32_t ma
  *  nothing more is written (the bitmap stays dirty). Then free it. */
 int clr_array_crash(struct clr_array *a);
 
+/** Test hook: as clr_array_crash(), but the whole node is lost (local
+ *  lock backend): the others see MEMBER_LOST and keep its locks, holding
+ *  new writes, until one of them calls clr_array_confirm_dead() with
+ *  *@member (its lockspace member id). */
+int clr_array_crash_lost(struct clr_array *a, uint64_t *member);
+
+/** Declares lockspace member @member dead although the fencer did not
+ *  confirm it (clr_ls_confirm_dead: the operator checked by hand).
+ *  @return 0, -ENOENT (no such lost member), -EOPNOTSUPP, -EINVAL (not a
+ *  cluster array or not running). */
+int clr_array_confirm_dead(struct clr_array *a, uint64_t member);
+
 /** Sleeps until the array is frozen with at least @min_blocked requests
  *  blocked, at most @timeout_ms. Returns 0 or -ETIMEDOUT. */
 int clr_array_wait_frozen(struct clr_array *a, unsigned timeout_ms, uint64_t min_blocked);

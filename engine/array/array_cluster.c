@@ -81,6 +81,9 @@ struct arr_cluster {
                                      * came back as a new incarnation (mu) */
     /* status timestamps, wall-clock ms (mu) */
     int64_t recovery_started_ms, read_balancing_restored_ms, takeover_at_ms;
+    /* the last write hold (a member lost with its node, until fenced):
+     * wall-clock ms of its start and end (0: still held / never) (mu) */
+    int64_t hold_start_ms, hold_end_ms;
 };
 
 /* The thread holding `metadata` (its superblock writes need no second begin). */
@@ -1031,13 +1034,60 @@ static void h_log(void *arg, int prio, const char *msg)
 
 /* ---- lockspace events and the takeover thread ---- */
 
+static uint64_t cl_lost(struct arr_cluster *cl)
+{
+    struct clr_mdc_stats st;
+
+    clr_mdc_stats(&cl->mdc, &st);
+    return st.lost;
+}
+
+/* A membership event that arrived at wall-clock @t changed the core's
+ * lost slots from @was to @now: stamp the start or end of the write hold
+ * for status, and say so.  @t is taken before the core saw the event, so
+ * no write released by it completes before the end stamp. */
+static void hold_note(struct arr_cluster *cl, const struct clr_ls_event *ev, int64_t t,
+                      uint64_t was, uint64_t now)
+{
+    struct clr_array *a = cl->a;
+    int64_t held = 0;
+
+    pthread_mutex_lock(&cl->mu);
+    if (!was && now) {
+        cl->hold_start_ms = t;
+        cl->hold_end_ms = 0;
+    } else if (was && !now) {
+        cl->hold_end_ms = t;
+        held = t - cl->hold_start_ms;
+    }
+    pthread_mutex_unlock(&cl->mu);
+    if (now & ~was) {
+        clr_arr_log(a, LOG_WARNING, "cluster: node %u lost (slot %d, pid %u), writes held until it is fenced",
+                    ev->nodeid, ev->slot - 1, ev->pid);
+    } else if (now) {
+        clr_arr_log(a, LOG_NOTICE, "cluster: node %u fenced (confirmed); writes still held for %d other lost member(s)",
+                    ev->nodeid, __builtin_popcountll(now));
+    } else if (ev->type == CLR_LS_EV_MEMBER_FAILED) {
+        clr_arr_log(a, LOG_NOTICE, "cluster: node %u fenced (confirmed): writes resume after %" PRId64 " ms",
+                    ev->nodeid, held);
+    } else {
+        clr_arr_log(a, LOG_NOTICE, "cluster: lost member(s) confirmed gone: writes resume after %" PRId64 " ms",
+                    held);
+    }
+}
+
 static void cl_event(struct clr_ls *ls, const struct clr_ls_event *ev, void *arg)
 {
     struct arr_cluster *cl = arg;
     struct clr_array *a = cl->a;
+    int64_t t = clr_arr_wall_ms();
+    uint64_t lost;
 
     if (!cl->mdc_ready)
         return;
+    /* events come one at a time from the dispatch thread: no other caller
+     * changes the core's lost slots between here and hold_note() */
+    lost = cl_lost(cl);
     if (ev->type == CLR_LS_EV_DONE || ev->type == CLR_LS_EV_MEMBER_FAILED) {
         int n = clr_ls_member_count(ls);
 
@@ -1078,12 +1128,33 @@ static void cl_event(struct clr_ls *ls, const struct clr_ls_event *ev, void *arg
         a->frozen = true;
         cl->frozen_by_cluster = true;
         pthread_mutex_unlock(&a->lock);
+        /* a write hold stays: writes past req_enter do not see the
+         * freeze, so ending the hold here would let them reach the
+         * disks on a node that lost quorum (the freeze is final: the
+         * engine restarts) */
         clr_arr_log(a, LOG_CRIT, "cluster: quorum lost or partition: I/O frozen; restart the engine once the cluster is whole");
         break;
-    case CLR_LS_EV_FENCE_TIMEOUT:
-        clr_arr_log(a, LOG_WARNING, "cluster: a failed member (node %u pid %u) is still not confirmed dead: its bitmap waits for the fencer",
-                    ev->nodeid, ev->pid);
+    case CLR_LS_EV_MEMBER_LOST:
+        /* its node left the membership: it may be alive behind a
+         * partition and still writing; new writes wait for the fencer
+         * (admit), MEMBER_FAILED follows the confirmation */
+        if (ev->slot >= 1)
+            clr_mdc_on_member_lost(&cl->mdc, (unsigned)(ev->slot - 1));
+        else
+            clr_arr_log(a, LOG_WARNING, "cluster: a member was lost but the lock service gave no slot (node %u pid %u)",
+                        ev->nodeid, ev->pid);
+        cl_wake(cl);
         break;
+    case CLR_LS_EV_FENCE_TIMEOUT:
+        clr_arr_log(a, LOG_WARNING, "cluster: a failed member (node %u pid %u) is still not confirmed dead: its bitmap%s wait for the fencer",
+                    ev->nodeid, ev->pid, cl_lost(cl) ? " and new writes" : "");
+        break;
+    }
+    {
+        uint64_t now = cl_lost(cl);
+
+        if (now != lost)
+            hold_note(cl, ev, t, lost, now);
     }
 }
 
@@ -1563,15 +1634,36 @@ void clr_arr_cl_leave(struct clr_array *a, bool unclean)
     clr_arr_log(a, LOG_INFO, "left the cluster%s", unclean ? " (dirty chunks handed to the others)" : "");
 }
 
-void clr_arr_cl_crash(struct clr_array *a)
+void clr_arr_cl_crash(struct clr_array *a, bool lost, uint64_t *member)
 {
     struct arr_cluster *cl = a->cl;
 
     if (!cl)
         return;
     cl_signal_stop(cl);
-    if (cl->ls)
+    if (!cl->ls)
+        return;
+    if (member)
+        *member = clr_ls_member_id(cl->ls);
+    if (lost)
+        clr_lock_local_lose(cl->ls);
+    else
         clr_lock_local_kill(cl->ls);
+}
+
+int clr_array_confirm_dead(struct clr_array *a, uint64_t member)
+{
+    int rc = -EINVAL;
+    bool up;
+
+    pthread_mutex_lock(&a->mgmt_lock);
+    pthread_mutex_lock(&a->lock);
+    up = a->running && !a->stopping;
+    pthread_mutex_unlock(&a->lock);
+    if (up && a->cl && a->cl->ls)
+        rc = clr_ls_confirm_dead(a->cl->ls, member);
+    pthread_mutex_unlock(&a->mgmt_lock);
+    return rc;
 }
 
 void clr_arr_cl_crash_finish(struct clr_array *a)
@@ -1616,7 +1708,9 @@ void clr_arr_cl_wait(struct clr_array *a, uint64_t gen, unsigned ms)
 
 bool clr_arr_cl_write_blocked(struct clr_array *a, uint64_t lo, uint64_t hi)
 {
-    return a->cl && clr_mdc_write_blocked(&a->cl->mdc, lo, hi);
+    /* a lost node not yet fenced holds every new write; a remote resync
+     * window holds the ones inside it */
+    return a->cl && (clr_mdc_writes_held(&a->cl->mdc) || clr_mdc_write_blocked(&a->cl->mdc, lo, hi));
 }
 
 bool clr_arr_cl_read_first(struct clr_array *a, uint64_t lo, uint64_t hi)
@@ -1803,12 +1897,15 @@ void clr_arr_cl_status(struct clr_array *a, json_object *o, uint64_t *lock_ops, 
         json_object_object_add(c, "last_takeover", NULL);
         json_object_object_add(c, "recovery_started_ms", NULL);
         json_object_object_add(c, "read_balancing_restored_ms", NULL);
+        json_object_object_add(c, "writes_held", json_object_new_boolean(false));
+        json_object_object_add(c, "unconfirmed", json_object_new_int(0));
+        json_object_object_add(c, "write_hold", NULL);
         json_object_object_add(c, "messages_sent", json_object_new_int(0));
         json_object_object_add(c, "messages_received", json_object_new_int(0));
         json_object_object_add(o, "cluster", c);
         return;
     }
-    int64_t started, restored, taken;
+    int64_t started, restored, taken, hold0, hold1;
 
     clr_mdc_stats(&cl->mdc, &st);
     pthread_mutex_lock(&cl->mu);
@@ -1818,7 +1915,23 @@ void clr_arr_cl_status(struct clr_array *a, json_object *o, uint64_t *lock_ops, 
     started = cl->recovery_started_ms;
     restored = cl->read_balancing_restored_ms;
     taken = cl->takeover_at_ms;
+    hold0 = cl->hold_start_ms;
+    hold1 = cl->hold_end_ms;
     pthread_mutex_unlock(&cl->mu);
+    /* members lost with their node and not yet fenced: new writes wait;
+     * write_hold: wall-clock ms of the last hold's start and end (null:
+     * still held), so a test can tell that no write completed inside it */
+    json_object_object_add(c, "writes_held", json_object_new_boolean(st.lost != 0));
+    json_object_object_add(c, "unconfirmed", json_object_new_int(__builtin_popcountll(st.lost)));
+    if (hold0) {
+        x = json_object_new_object();
+        json_object_object_add(x, "start_ms", json_object_new_int64(hold0));
+        json_object_object_add(x, "end_ms", hold1 && !st.lost ? json_object_new_int64(hold1) : NULL);
+        json_object_object_add(x, "holds", json_object_new_int64((int64_t)st.holds));
+        json_object_object_add(c, "write_hold", x);
+    } else {
+        json_object_object_add(c, "write_hold", NULL);
+    }
     /* wall-clock ms since the epoch: the last PREP/MEMBER_FAILED, and when
      * read balancing came back after it (null: not yet) */
     json_object_object_add(c, "recovery_started_ms", started ? json_object_new_int64(started) : NULL);

@@ -248,7 +248,7 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e);
 void clr_arr_cl_stop_threads(struct clr_array *a);
 bool clr_arr_cl_alone(struct clr_array *a);
 void clr_arr_cl_leave(struct clr_array *a, bool unclean);
-void clr_arr_cl_crash(struct clr_array *a);
+void clr_arr_cl_crash(struct clr_array *a, bool lost, uint64_t *member);
 void clr_arr_cl_crash_finish(struct clr_array *a);
 void clr_arr_cl_free(struct clr_array *a);
 /* data path */

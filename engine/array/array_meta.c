@@ -960,8 +960,10 @@ static void drain_and_join_locked(struct clr_array *a)
     a->sync_thread_on = a->bm_thread_on = false;
 }
 
-int clr_array_crash(struct clr_array *a)
+static int array_crash(struct clr_array *a, bool lost, uint64_t *member)
 {
+    if (member)
+        *member = 0;
     pthread_mutex_lock(&a->mgmt_lock);
     pthread_mutex_lock(&a->lock);
     if (a->stopped) {
@@ -974,8 +976,9 @@ int clr_array_crash(struct clr_array *a)
     a->sync_abort = true;
     pthread_cond_broadcast(&a->cond);
     pthread_mutex_unlock(&a->lock);
-    /* the lockspace dies first: the others see MEMBER_FAILED */
-    clr_arr_cl_crash(a);
+    /* the lockspace dies first: the others see MEMBER_FAILED (or, lost,
+     * MEMBER_LOST until they confirm it dead) */
+    clr_arr_cl_crash(a, lost, member);
     pthread_mutex_lock(&a->lock);
     drain_and_join_locked(a);
     clr_arr_cl_crash_finish(a);
@@ -987,6 +990,16 @@ int clr_array_crash(struct clr_array *a)
     clr_arr_log(a, LOG_WARNING, "crashed (test): nothing written");
     pthread_mutex_unlock(&a->mgmt_lock);
     return 0;
+}
+
+int clr_array_crash(struct clr_array *a)
+{
+    return array_crash(a, false, NULL);
+}
+
+int clr_array_crash_lost(struct clr_array *a, uint64_t *member)
+{
+    return array_crash(a, true, member);
 }
 
 static int array_stop(struct clr_array *a)

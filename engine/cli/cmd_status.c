@@ -108,6 +108,17 @@ static void print_human(const char *name, json_object *st)
                jint(st, "cluster.recovered_slots"),
                rec && json_object_get_boolean(rec) ? ", RECOVERING (reads from the first device)" : "",
                jint(st, "counters.lock_ops"), jint(st, "counters.messages"));
+        {
+            json_object *held = clr_json_path(st, "cluster.writes_held");
+            int64_t h0 = jint(st, "cluster.write_hold.start_ms");
+            int64_t h1 = jint(st, "cluster.write_hold.end_ms");
+
+            if (held && json_object_get_boolean(held))
+                printf("      cluster: WRITES HELD: %" PRId64 " member(s) lost with their node, waiting for the fencer\n",
+                       jint(st, "cluster.unconfirmed"));
+            else if (h0 > 0 && h1 >= h0)
+                printf("      cluster: last write hold (lost node until fenced): %" PRId64 " ms\n", h1 - h0);
+        }
         if (w && !json_object_is_type(w, json_type_null))
             printf("      cluster: slot %" PRId64 " resyncing [%" PRId64 ", %" PRId64
                    ") KiB: writes there wait\n",

@@ -533,11 +533,25 @@ void clr_mdc_on_prep(struct clr_mdc *m)
 	pthread_mutex_unlock(&m->mu);
 }
 
+void clr_mdc_on_member_lost(struct clr_mdc *m, unsigned slot)
+{
+	pthread_mutex_lock(&m->mu);
+	if (slot < CLR_MDC_MAX_SLOTS && slot != m->c.slot) {
+		if (!m->lost)
+			m->holds++;
+		m->lost |= 1ull << slot;
+	}
+	changed_locked(m);
+	pthread_mutex_unlock(&m->mu);
+}
+
 void clr_mdc_on_member_failed(struct clr_mdc *m, unsigned slot)
 {
 	pthread_mutex_lock(&m->mu);
 	if (slot < m->c.nodes && slot != m->c.slot)
 		m->pending |= 1ull << slot;
+	if (slot < CLR_MDC_MAX_SLOTS)
+		m->lost &= ~(1ull << slot);
 	changed_locked(m);
 	pthread_mutex_unlock(&m->mu);
 }
@@ -546,6 +560,7 @@ void clr_mdc_on_done(struct clr_mdc *m)
 {
 	pthread_mutex_lock(&m->mu);
 	m->recovering = false;
+	m->lost = 0;
 	changed_locked(m);
 	pthread_mutex_unlock(&m->mu);
 }
@@ -1032,6 +1047,16 @@ bool clr_mdc_write_blocked(struct clr_mdc *m, uint64_t lo, uint64_t hi)
 	return b;
 }
 
+bool clr_mdc_writes_held(struct clr_mdc *m)
+{
+	bool b;
+
+	pthread_mutex_lock(&m->mu);
+	b = m->lost != 0;
+	pthread_mutex_unlock(&m->mu);
+	return b;
+}
+
 bool clr_mdc_read_first(struct clr_mdc *m, uint64_t lo, uint64_t hi)
 {
 	bool b;
@@ -1060,5 +1085,7 @@ void clr_mdc_stats(struct clr_mdc *m, struct clr_mdc_stats *st)
 	st->win_hi = m->win_hi;
 	st->last_taken_slot = m->last_taken_slot;
 	st->last_taken_chunks = m->last_taken_chunks;
+	st->lost = m->lost;
+	st->holds = m->holds;
 	pthread_mutex_unlock(&m->mu);
 }

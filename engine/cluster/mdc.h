@@ -191,6 +191,9 @@ struct clr_mdc {
 	/* membership: prep seen and not done; slots waiting for takeover */
 	bool recovering;
 	uint64_t pending;         /* bit s: slot s waits for takeover */
+	uint64_t lost;            /* bit s: slot s lost, not confirmed dead:
+				   * new writes are held */
+	uint64_t holds;           /* times writes became held */
 	uint64_t recovered_slots; /* takeovers this node completed */
 	int last_taken_slot;      /* -1: none yet */
 	uint64_t last_taken_chunks;/* dirty chunks found in it */
@@ -242,8 +245,24 @@ int clr_mdc_leave(struct clr_mdc *m, bool unclean);
 
 /* ---- membership events (non-blocking; the host then runs recovery) ---- */
 void clr_mdc_on_prep(struct clr_mdc *m);
-/** Member in slot @slot died and is confirmed dead: queue its takeover. */
+/**
+ * Member in slot @slot was lost in a way that may leave it alive (its
+ * whole node left: crash or partition) and is not confirmed dead yet.
+ * Until it is, new client writes are held (clr_mdc_writes_held()): a node
+ * behind a partition may still be writing, so the survivors serve writes
+ * only once the fencer confirmed it (the lock service keeps its locks
+ * until then anyway).  Lifted by clr_mdc_on_member_failed() for the slot
+ * and by clr_mdc_on_done() (the lock service sends DONE only when no lost
+ * member is left unconfirmed, also after it rejoined from a freeze).  A
+ * freeze does not lift it: the host's frozen I/O must not be let through
+ * by the end of a hold.  A process death on a live node or a clean leave
+ * is confirmed at once and never comes here.
+ */
+void clr_mdc_on_member_lost(struct clr_mdc *m, unsigned slot);
+/** Member in slot @slot died and is confirmed dead: queue its takeover
+ *  (and lift its write hold). */
 void clr_mdc_on_member_failed(struct clr_mdc *m, unsigned slot);
+/** Membership change done: nothing is lost any more. */
 void clr_mdc_on_done(struct clr_mdc *m);
 /** True while a takeover is queued (the host's recovery thread runs
  *  clr_mdc_recover()). */
@@ -335,6 +354,12 @@ int clr_mdc_gather_bitmaps(struct clr_mdc *m);
  *  resync window.  Check it after registering the write in flight (so a
  *  concurrent drain() sees it), back off and wait for changed(). */
 bool clr_mdc_write_blocked(struct clr_mdc *m, uint64_t lo, uint64_t hi);
+/** New client writes (anything that modifies: writes, trims, zeroes)
+ *  must wait: a member lost with its node is not confirmed dead yet (see
+ *  clr_mdc_on_member_lost()).  Writes already in flight and reads go on.
+ *  Check it with clr_mdc_write_blocked() at admission; changed() tells
+ *  when it may have ended. */
+bool clr_mdc_writes_held(struct clr_mdc *m);
 /** A read of [lo, hi) must go to the first in-sync device: cluster
  *  recovery is in progress, or it overlaps the remote window or a live
  *  node's dirty extent.  (Our own NEEDED chunks are the host's to check.) */
@@ -351,6 +376,8 @@ struct clr_mdc_stats {
 	uint64_t win_lo, win_hi;
 	int last_taken_slot;    /* -1: none */
 	uint64_t last_taken_chunks;
+	uint64_t lost;          /* slot mask: lost, not confirmed dead */
+	uint64_t holds;         /* times writes became held */
 };
 void clr_mdc_stats(struct clr_mdc *m, struct clr_mdc_stats *st);
 

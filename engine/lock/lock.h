@@ -74,6 +74,17 @@ enum clr_ls_event_type {
 	 *  our locks are dropped (they complete with -ENOLCK); the lockspace
 	 *  rejoins by itself once quorum is back and then sends DONE. */
 	CLR_LS_EV_FREEZE,
+	/** A member was lost in a way that may leave it alive and writing
+	 *  (its node left the membership: crash or partition), so its locks
+	 *  stay held until it is confirmed dead.  member/slot/nodeid/pid as
+	 *  for MEMBER_FAILED; comes after PREP.  Every lost member later gets
+	 *  MEMBER_FAILED (fencer or clr_ls_confirm_dead(), or the same process
+	 *  rejoining after dropping its locks), unless the lockspace FREEZEs
+	 *  first; DONE comes only when no lost member is left unconfirmed.
+	 *  A joiner that finds unconfirmed members in the state it receives
+	 *  gets MEMBER_LOST for each.  Not sent for a clean leave or a process
+	 *  death on a live node (confirmed at once: MEMBER_FAILED only). */
+	CLR_LS_EV_MEMBER_LOST,
 };
 
 /** One membership event. */

@@ -133,6 +133,16 @@ void clr_ls_fail_all_locked(struct clr_ls *ls, int status);
  */
 int clr_lock_local_kill(struct clr_ls *ls);
 
+/**
+ * Test hook of the local backend: @ls is lost with its whole node (as a
+ * cpg member gone with NODEDOWN): all its locks complete with -ENOLCK
+ * here, the other members get PREP and MEMBER_LOST, and its locks and slot
+ * stay held until one of them calls clr_ls_confirm_dead() with its member
+ * id (then MEMBER_FAILED, LVBs not valid, and DONE once nothing lost is
+ * left unconfirmed).
+ */
+int clr_lock_local_lose(struct clr_ls *ls);
+
 /** Backend's state digest (0 if it has none): tests compare members. */
 uint64_t clr_ls_debug_digest(struct clr_ls *ls);
 

@@ -20,9 +20,15 @@ struct local_table {
 	pthread_mutex_t mu;
 	struct clr_lt *lt;
 	struct clr_ls *members[LOCAL_MAX_MEMBERS]; /* index = slot - 1 */
+	/* members lost with their "node" (clr_lock_local_lose): id per slot
+	 * (0: none); their locks and slots are kept until confirmed dead */
+	uint64_t lost[LOCAL_MAX_MEMBERS];
+	int nlost;
 	uint64_t next_member;
 	int nmembers;
 };
+
+enum detach_how { DETACH_LEAVE, DETACH_KILL, DETACH_LOSE };
 
 static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct local_table *registry;
@@ -87,7 +93,7 @@ static int local_open(struct clr_ls *ls, const struct clr_ls_config *cfg)
 	}
 	pthread_mutex_lock(&t->mu);
 	for (int i = 0; i < LOCAL_MAX_MEMBERS; i++) {
-		if (!t->members[i]) {
+		if (!t->members[i] && !t->lost[i]) {
 			slot = i;
 			break;
 		}
@@ -110,10 +116,11 @@ static int local_open(struct clr_ls *ls, const struct clr_ls_config *cfg)
 	return 0;
 }
 
-static void local_detach(struct clr_ls *ls, bool failed)
+static void local_detach(struct clr_ls *ls, enum detach_how how)
 {
 	struct local_table *t = tab_of(ls);
 	struct clr_ls_event ev = { .member = ls->member_id, .slot = ls->our_slot };
+	bool failed = how != DETACH_LEAVE;
 
 	pthread_mutex_lock(&registry_mu);
 	pthread_mutex_lock(&t->mu);
@@ -123,12 +130,21 @@ static void local_detach(struct clr_ls *ls, bool failed)
 		ev.type = CLR_LS_EV_PREP;
 		event_all(t, NULL, &ev);
 	}
-	if (failed) {
-		ev.type = CLR_LS_EV_MEMBER_FAILED;
+	if (how == DETACH_LOSE) {
+		/* maybe alive: its locks stay until clr_ls_confirm_dead() */
+		t->lost[ls->our_slot - 1] = ls->member_id;
+		t->nlost++;
+		ev.type = CLR_LS_EV_MEMBER_LOST;
 		event_all(t, NULL, &ev);
+	} else {
+		if (failed) {
+			ev.type = CLR_LS_EV_MEMBER_FAILED;
+			event_all(t, NULL, &ev);
+		}
+		clr_lt_remove_owner(t->lt, ls->member_id, failed, local_emit, t);
 	}
-	clr_lt_remove_owner(t->lt, ls->member_id, failed, local_emit, t);
-	if (failed) {
+	/* as cpg: DONE only once no lost member is unconfirmed */
+	if (failed && !t->nlost) {
 		ev.type = CLR_LS_EV_DONE;
 		event_all(t, NULL, &ev);
 	}
@@ -153,17 +169,57 @@ static void local_detach(struct clr_ls *ls, bool failed)
 static void local_close(struct clr_ls *ls)
 {
 	if (ls->be)
-		local_detach(ls, false);
+		local_detach(ls, DETACH_LEAVE);
+}
+
+static int local_die(struct clr_ls *ls, enum detach_how how)
+{
+	if (ls->ops != &clr_lock_backend_local || !ls->be)
+		return -EINVAL;
+	local_detach(ls, how);
+	pthread_mutex_lock(&ls->mu);
+	clr_ls_fail_all_locked(ls, -ENOLCK);
+	pthread_mutex_unlock(&ls->mu);
+	return 0;
 }
 
 int clr_lock_local_kill(struct clr_ls *ls)
 {
-	if (ls->ops != &clr_lock_backend_local || !ls->be)
-		return -EINVAL;
-	local_detach(ls, true);
-	pthread_mutex_lock(&ls->mu);
-	clr_ls_fail_all_locked(ls, -ENOLCK);
-	pthread_mutex_unlock(&ls->mu);
+	return local_die(ls, DETACH_KILL);
+}
+
+int clr_lock_local_lose(struct clr_ls *ls)
+{
+	return local_die(ls, DETACH_LOSE);
+}
+
+/* A lost member is dead after all: release its locks (LVBs not valid). */
+static int local_confirm_dead(struct clr_ls *ls, uint64_t member)
+{
+	struct local_table *t = tab_of(ls);
+	struct clr_ls_event ev = { .type = CLR_LS_EV_MEMBER_FAILED, .member = member };
+	int i;
+
+	if (!t)
+		return -ENOLCK;
+	pthread_mutex_lock(&t->mu);
+	for (i = 0; i < LOCAL_MAX_MEMBERS; i++)
+		if (member && t->lost[i] == member)
+			break;
+	if (i == LOCAL_MAX_MEMBERS) {
+		pthread_mutex_unlock(&t->mu);
+		return -ENOENT;
+	}
+	t->lost[i] = 0;
+	t->nlost--;
+	ev.slot = i + 1;
+	event_all(t, NULL, &ev);
+	clr_lt_remove_owner(t->lt, member, true, local_emit, t);
+	if (!t->nlost) {
+		ev.type = CLR_LS_EV_DONE;
+		event_all(t, NULL, &ev);
+	}
+	pthread_mutex_unlock(&t->mu);
 	return 0;
 }
 
@@ -233,5 +289,6 @@ const struct clr_lock_backend_ops clr_lock_backend_local = {
 	.request = local_request,
 	.unlock = local_unlock,
 	.cancel = local_cancel,
+	.confirm_dead = local_confirm_dead,
 	.member_count = local_member_count,
 };

@@ -330,8 +330,10 @@ static void synced_confchg(struct clr_repl *r, const struct clr_repl_addr *membe
 			confirm_dead(r, m);
 			break;
 		default:
-			/* maybe alive behind a partition: hold its locks */
+			/* maybe alive behind a partition: hold its locks, and
+			 * tell the engine it may still be writing */
 			m->state = CLR_REPL_M_FAILED;
+			emit_event(r, CLR_LS_EV_MEMBER_LOST, m);
 			break;
 		}
 	}
@@ -554,6 +556,12 @@ static void load_state(struct clr_repl *r, const struct clr_repl_msg *m)
 		return;
 	r->recovering = true; /* so that we report DONE with our slot */
 	r->ops->synced(r->arg);
+	/* Members the state (or the replay) shows failed and unconfirmed are
+	 * lost for us too: each later gets MEMBER_FAILED, and DONE waits for
+	 * that (check_done). */
+	for (size_t i = 0; i < r->nmem; i++)
+		if (r->mem[i].state == CLR_REPL_M_FAILED)
+			emit_event(r, CLR_LS_EV_MEMBER_LOST, &r->mem[i]);
 }
 
 /* ---- public entry points ---- */

@@ -22,6 +22,9 @@
  *    PW/EX LVBs not valid; any other loss (NODEDOWN) keeps them until
  *    CONFIRM_DEAD (fencer, administrator) or until the same process
  *    rejoins with JOIN (it went through the stale path, dropping its locks);
+ *    such a member is reported MEMBER_LOST at once (and to a joiner that
+ *    finds it failed in the state), MEMBER_FAILED once confirmed, and DONE
+ *    waits until no member is failed;
  *  - on a partition merge (NODEUP) the side whose lowest member id is
  *    higher goes stale: it drops all its locks and rejoins from scratch.
  */

@@ -153,10 +153,28 @@ static int64_t st_int(struct clr_array *a, const char *path)
     return v;
 }
 
+static bool st_bool(struct clr_array *a, const char *path)
+{
+    json_object *o = clr_array_status_json(a);
+    json_object *v = jget(o, path);
+    bool b;
+
+    if (!v)
+        fail_msg("status has no %s", path);
+    b = json_object_get_boolean(v);
+    json_object_put(o);
+    return b;
+}
+
 static bool st_null(struct clr_array *a, const char *path)
 {
     json_object *o = clr_array_status_json(a), *x = NULL;
-    bool present = json_object_object_get_ex(jget(o, "cluster"), strrchr(path, '.') + 1, &x);
+    const char *dot = strrchr(path, '.');
+    char parent[128];
+    bool present;
+
+    snprintf(parent, sizeof parent, "%.*s", (int)(dot - path), path);
+    present = json_object_object_get_ex(jget(o, parent), dot + 1, &x);
 
     assert_true(present);
     json_object_put(o);
@@ -349,6 +367,9 @@ static void test_takeover(void **s)
     assert_int_equal(clr_array_crash(a), 0);
     clr_array_free(a);
     WAIT_FOR(st_int(b, "cluster.recovered_slots") == 1, 10000);
+    /* a process death is confirmed at once: writes were never held */
+    assert_true(st_null(b, "cluster.write_hold"));
+    assert_false(st_bool(b, "cluster.writes_held"));
     assert_false(st_null(b, "cluster.last_takeover"));
     assert_int_equal(st_int(b, "cluster.last_takeover.slot"), 0);
     assert_true(st_int(b, "cluster.last_takeover.dirty_chunks") > 0);
@@ -429,17 +450,24 @@ static void test_device_failure(void **s)
 
 struct bg_write {
     struct clr_array *a;
-    uint8_t *buf;
+    uint8_t *buf;                   /* NULL: write zeroes (clr_array_zero) */
     uint64_t off;
     atomic_int done;
     int rc;
+    int64_t done_ms;                /* wall clock when it returned */
 };
 
 static void *bg_write_main(void *arg)
 {
     struct bg_write *w = arg;
+    struct timespec ts;
 
-    w->rc = clr_array_pwrite(w->a, w->buf, 65536, w->off, 0);
+    if (w->buf)
+        w->rc = clr_array_pwrite(w->a, w->buf, 65536, w->off, 0);
+    else
+        w->rc = clr_array_zero(w->a, 65536, w->off, 0);
+    clock_gettime(CLOCK_REALTIME, &ts);
+    w->done_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
     atomic_store(&w->done, 1);
     return NULL;
 }
@@ -494,6 +522,92 @@ static void test_window_holds_write(void **s)
     clr_array_free(a);
     clr_array_free(b);
     free(buf);
+    free(rd);
+    rmfiles(&t);
+}
+
+/* ---- a node lost with its whole node: writes wait for the fence ---- */
+
+static void test_lost_node_holds_writes(void **s)
+{
+    struct clr_array *a, *b;
+    struct bg_write w = { 0 }, z = { 0 };
+    uint8_t *buf = aligned_alloc(4096, 65536), *wb = aligned_alloc(4096, 65536);
+    uint8_t *rd = aligned_alloc(4096, 65536);
+    pthread_t tw, tz;
+    uint64_t member = 0, size;
+    int64_t h0, h1;
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    size = clr_array_size(a);
+    memset(buf, 0x41, 65536);
+    assert_int_equal(clr_array_pwrite(a, buf, 65536, 1 << 20, 0), 0);
+    assert_false(st_bool(b, "cluster.writes_held"));
+    assert_int_equal(st_int(b, "cluster.unconfirmed"), 0);
+    assert_true(st_null(b, "cluster.write_hold"));
+    /* a's node drops out (maybe alive behind a partition) */
+    assert_int_equal(clr_array_crash_lost(a, &member), 0);
+    clr_array_free(a);
+    assert_true(member != 0);
+    WAIT_FOR(st_bool(b, "cluster.writes_held"), 5000);
+    assert_int_equal(st_int(b, "cluster.unconfirmed"), 1);
+    h0 = st_int(b, "cluster.write_hold.start_ms");
+    assert_true(h0 > 0);
+    assert_true(st_null(b, "cluster.write_hold.end_ms"));
+    /* a write and a zeroing on b wait: not failed, not acknowledged */
+    memset(wb, 0x52, 65536);
+    w.a = b;
+    w.buf = wb;
+    w.off = 4 << 20;
+    z.a = b;
+    z.off = 1 << 20;
+    pthread_create(&tw, NULL, bg_write_main, &w);
+    pthread_create(&tz, NULL, bg_write_main, &z);
+    usleep(400000);
+    assert_int_equal(atomic_load(&w.done), 0);
+    assert_int_equal(atomic_load(&z.done), 0);
+    /* reads go on, and see what a acknowledged */
+    assert_int_equal(clr_array_pread(b, rd, 65536, 1 << 20), 0);
+    assert_memory_equal(buf, rd, 65536);
+    /* its bitmap lock is still held: no takeover before the fence */
+    assert_int_equal(st_int(b, "cluster.recovered_slots"), 0);
+    assert_true(st_bool(b, "cluster.recovering"));
+    /* the fence confirms (here: the operator's override) */
+    assert_int_equal(clr_array_confirm_dead(b, member + 1000), -ENOENT);
+    assert_int_equal(clr_array_confirm_dead(b, member), 0);
+    WAIT_FOR(atomic_load(&w.done) == 1 && atomic_load(&z.done) == 1, 10000);
+    pthread_join(tw, NULL);
+    pthread_join(tz, NULL);
+    assert_int_equal(w.rc, 0);
+    assert_int_equal(z.rc, 0);
+    assert_false(st_bool(b, "cluster.writes_held"));
+    assert_int_equal(st_int(b, "cluster.unconfirmed"), 0);
+    h1 = st_int(b, "cluster.write_hold.end_ms");
+    assert_true(h1 >= h0);
+    assert_int_equal(st_int(b, "cluster.write_hold.holds"), 1);
+    /* nothing held was acknowledged inside the window */
+    assert_true(w.done_ms >= h1);
+    assert_true(z.done_ms >= h1);
+    /* then the takeover, as after any death */
+    WAIT_FOR(st_int(b, "cluster.recovered_slots") == 1, 10000);
+    assert_int_equal(st_int(b, "cluster.last_takeover.slot"), 0);
+    wait_idle(b);
+    assert_int_equal(clr_array_pread(b, rd, 65536, 4 << 20), 0);
+    assert_memory_equal(wb, rd, 65536);
+    memset(buf, 0, 65536);
+    assert_int_equal(clr_array_pread(b, rd, 65536, 1 << 20), 0);
+    assert_memory_equal(buf, rd, 65536);
+    assert_int_equal(check_mismatches(b), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    assert_copies_equal(&t, size);
+    clr_array_free(b);
+    free(buf);
+    free(wb);
     free(rd);
     rmfiles(&t);
 }
@@ -1570,6 +1684,7 @@ int main(void)
         cmocka_unit_test(test_zero_cost_raid10),
         cmocka_unit_test(test_device_failure),
         cmocka_unit_test(test_takeover),
+        cmocka_unit_test(test_lost_node_holds_writes),
         cmocka_unit_test(test_rejoin_after_crash),
         cmocka_unit_test(test_window_holds_write),
         cmocka_unit_test(test_fail_remove_readd),

@@ -172,6 +172,9 @@ pass() {
         [ "$rbk" != null ] || fail "member $k: read_balancing_restored_ms is null after the recovery"
         [ $((rbk - t_kill)) -gt "$x_rb" ] && x_rb=$((rbk - t_kill))
         x_rec="$x_rec m$k:$(( $(cl_st "$k" .cluster.recovery_started_ms) - t_kill ))"
+        # a killed process on a live node is confirmed at once: no write hold
+        [ "$(cl_st "$k" .cluster.write_hold)" = null ] && [ "$(cl_st "$k" .cluster.writes_held)" = false ] ||
+            fail "member $k: writes were held after a process kill (only a lost node waits for fencing)"
     done
     if [ "$x_take" -lt 0 ] || [ "$x_rb" -lt 0 ] || [ "$x_sync" -lt "$x_take" ]; then
         fail "engine timestamps out of order: takeover $x_take, balancing $x_rb, resync end $x_sync ms after the kill"

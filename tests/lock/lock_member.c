@@ -50,6 +50,7 @@ static const char *ev_name(enum clr_ls_event_type t)
 	case CLR_LS_EV_DONE: return "DONE";
 	case CLR_LS_EV_FENCE_TIMEOUT: return "FENCE_TIMEOUT";
 	case CLR_LS_EV_FREEZE: return "FREEZE";
+	case CLR_LS_EV_MEMBER_LOST: return "MEMBER_LOST";
 	}
 	return "?";
 }

@@ -4,8 +4,9 @@
 # the test's own namespace: nothing outside is touched).  Node 3 holds EX
 # and is cut off:
 #   - node 3 loses quorum: FREEZE, its locks are dropped;
-#   - nodes 1-2 see NODEDOWN: the lock stays held (no fencer confirms),
-#     the bounded wait is reported (FENCE_TIMEOUT), the waiter waits;
+#   - nodes 1-2 see NODEDOWN: MEMBER_LOST, the lock stays held (no fencer
+#     confirms), the bounded wait is reported (FENCE_TIMEOUT), the waiter
+#     waits;
 #   - on heal node 3's process rejoins as a new member; only then is its
 #     old incarnation confirmed dead: MEMBER_FAILED, then the waiter is
 #     granted with the LVB marked not valid, and node 3 holds nothing.
@@ -119,6 +120,8 @@ check "grep -q 'event FREEZE' $T/m3.out" "the cut-off side froze and dropped its
 clr_wait_for "$T/m1.out" "event FENCE_TIMEOUT" 30 || fail=1
 check "grep -q 'event FENCE_TIMEOUT' $T/m1.out" "unconfirmed death reported after the bounded wait"
 check "! grep -q 'wait granted' $T/m1.out" "the majority did not take the cut-off member's EX"
+check "grep -q 'event MEMBER_LOST' $T/m1.out && ! grep -q 'MEMBER_FAILED' $T/m1.out" \
+	"the majority was told the member is lost (MEMBER_LOST), not yet failed"
 
 echo "== heal"
 ip link set v3 up
@@ -127,6 +130,9 @@ check "grep -q 'wait granted rc=0 valnotvalid=1' $T/m1.out" "granted after heal,
 ev=$(grep -n 'MEMBER_FAILED' "$T/m1.out" | head -1 | cut -d: -f1)
 gr=$(grep -n 'wait granted' "$T/m1.out" | head -1 | cut -d: -f1)
 check "[ \${ev:-99} -lt \${gr:-0} ]" "MEMBER_FAILED came before the grant"
+lo=$(grep -n 'event MEMBER_LOST' "$T/m1.out" | head -1 | cut -d: -f1)
+check "[ \${lo:-99} -lt \${ev:-0} ] && [ \$(grep -c 'event MEMBER_LOST' $T/m1.out) -eq 1 ]" \
+	"one MEMBER_LOST, before the MEMBER_FAILED"
 check "[ \$(grep -c 'event DONE' $T/m3.out) -ge 2 ]" "the stale member rejoined"
 wait $PID_m1
 # the waiter has left (released P); had the stale side kept or regained

@@ -351,6 +351,8 @@ static void test_procdown_releases_and_invalidates(void **state)
 	/* the event reached the engine before the grant */
 	assert_true(nodes[1].ev_order[ev] < nodes[1].fx_order[nodes[1].nfx - 1]);
 	assert_true(find_ev(1, CLR_LS_EV_DONE) > ev);
+	/* a process gone from a live node is confirmed at once: never lost */
+	assert_int_equal(find_ev(1, CLR_LS_EV_MEMBER_LOST), -1);
 }
 
 static void test_leave_releases_cleanly(void **state)
@@ -367,6 +369,7 @@ static void test_leave_releases_cleanly(void **state)
 	assert_non_null(g);
 	assert_false(g->sb_flags & CLR_LOCK_SB_VALNOTVALID);
 	assert_int_equal(find_ev(1, CLR_LS_EV_MEMBER_FAILED), -1);
+	assert_int_equal(find_ev(1, CLR_LS_EV_MEMBER_LOST), -1);
 }
 
 static void test_nodedown_holds_until_confirmed(void **state)
@@ -414,8 +417,14 @@ static void test_rejoin_confirms_old_incarnation(void **state)
 	op(0, CLR_REPL_MSG_REQUEST, 1, "r", CLR_LOCK_EX, 0, NULL);
 	leave1(3, CLR_REPL_NODEDOWN);
 	assert_null(last_fx(0, CLR_LT_GRANTED));
+	assert_true(find_ev(0, CLR_LS_EV_MEMBER_LOST) >= 0);
+	assert_int_equal(find_ev(0, CLR_LS_EV_MEMBER_FAILED), -1);
 	clr_repl_reset(nodes[3].r);
 	join1(3);
+	/* the same process back afresh: the lost incarnation is confirmed */
+	assert_true(find_ev(0, CLR_LS_EV_MEMBER_FAILED) > find_ev(0, CLR_LS_EV_MEMBER_LOST));
+	assert_int_equal(nodes[0].ev[find_ev(0, CLR_LS_EV_MEMBER_FAILED)].member,
+			 nodes[0].ev[find_ev(0, CLR_LS_EV_MEMBER_LOST)].member);
 	assert_non_null(last_fx(0, CLR_LT_GRANTED));
 	assert_true(last_fx(0, CLR_LT_GRANTED)->sb_flags & CLR_LOCK_SB_VALNOTVALID);
 	assert_same_state(0, 3);
@@ -474,6 +483,106 @@ static void test_partition_merge(void **state)
 	assert_same_state(3, 4);
 }
 
+static int find_ev_after(int i, enum clr_ls_event_type t, int from)
+{
+	for (int k = from; k < nodes[i].nev; k++)
+		if (nodes[i].ev[k].type == t)
+			return k;
+	return -1;
+}
+
+static void confirm(int via, uint64_t inc)
+{
+	struct clr_repl_msg m = { .type = CLR_REPL_MSG_CONFIRM_DEAD, .arg = inc };
+	uint8_t buf[CLR_REPL_MSG_HDR];
+
+	clr_repl_msg_encode(&m, buf, sizeof(buf));
+	q_send(&nodes[via], buf, sizeof(buf));
+	pump();
+}
+
+/* A member lost with its node: MEMBER_LOST at once (after PREP), then
+ * nothing until the fencer confirms: MEMBER_FAILED for the same member,
+ * then DONE.  A joiner meanwhile hears of the lost member too. */
+static void test_nodedown_lost_then_failed(void **state)
+{
+	int prep, lost, failed, done;
+	const struct clr_ls_event *ev;
+
+	(void)state;
+	join1(3); /* slot 1, on corosync node 3 */
+	join1(0);
+	nodes[0].nev = 0;
+	leave1(3, CLR_REPL_NODEDOWN);
+	prep = find_ev(0, CLR_LS_EV_PREP);
+	lost = find_ev(0, CLR_LS_EV_MEMBER_LOST);
+	assert_true(prep >= 0);
+	assert_true(lost > prep);
+	ev = &nodes[0].ev[lost];
+	assert_int_equal(ev->slot, 1);
+	assert_int_equal(ev->member, 1);
+	assert_int_equal(ev->nodeid, nodes[3].nodeid);
+	assert_int_equal(ev->pid, nodes[3].pid);
+	assert_int_equal(find_ev(0, CLR_LS_EV_MEMBER_FAILED), -1);
+	assert_int_equal(find_ev(0, CLR_LS_EV_DONE), -1);
+	/* a joiner during the window: lost for it too, no DONE yet */
+	join1(1);
+	lost = find_ev(1, CLR_LS_EV_MEMBER_LOST);
+	assert_true(lost >= 0);
+	assert_int_equal(nodes[1].ev[lost].slot, 1);
+	assert_int_equal(nodes[1].ev[lost].member, 1);
+	assert_int_equal(find_ev(1, CLR_LS_EV_DONE), -1);
+	assert_int_equal(find_ev(0, CLR_LS_EV_DONE), -1);
+	/* the fencer confirms */
+	confirm(0, 1);
+	for (int i = 0; i < 2; i++) {
+		int n = i ? 1 : 0;
+
+		failed = find_ev(n, CLR_LS_EV_MEMBER_FAILED);
+		done = find_ev(n, CLR_LS_EV_DONE);
+		assert_true(failed > find_ev(n, CLR_LS_EV_MEMBER_LOST));
+		assert_int_equal(nodes[n].ev[failed].slot, 1);
+		assert_int_equal(nodes[n].ev[failed].member, 1);
+		assert_true(done > failed);
+		/* exactly one LOST and one FAILED */
+		assert_int_equal(find_ev_after(n, CLR_LS_EV_MEMBER_LOST,
+					       find_ev(n, CLR_LS_EV_MEMBER_LOST) + 1), -1);
+		assert_int_equal(find_ev_after(n, CLR_LS_EV_MEMBER_FAILED, failed + 1), -1);
+	}
+	assert_same_state(0, 1);
+}
+
+/* DONE comes only once no lost member is left unconfirmed. */
+static void test_done_waits_for_every_lost(void **state)
+{
+	struct clr_repl_member mem[NN];
+	int f1;
+
+	(void)state;
+	join1(0);
+	join1(3);
+	join1(4);
+	nodes[0].nev = 0;
+	{
+		int two[2] = { 3, 4 };
+
+		confchg(0, two, 2, false, CLR_REPL_NODEDOWN);
+	}
+	assert_true(find_ev(0, CLR_LS_EV_MEMBER_LOST) >= 0);
+	assert_true(find_ev_after(0, CLR_LS_EV_MEMBER_LOST,
+				  find_ev(0, CLR_LS_EV_MEMBER_LOST) + 1) >= 0);
+	assert_int_equal(clr_repl_members(nodes[0].r, mem, NN), 3);
+	assert_int_equal(mem[1].state, CLR_REPL_M_FAILED);
+	assert_int_equal(mem[2].state, CLR_REPL_M_FAILED);
+	confirm(0, mem[1].inc);
+	f1 = find_ev(0, CLR_LS_EV_MEMBER_FAILED);
+	assert_true(f1 >= 0);
+	assert_int_equal(find_ev(0, CLR_LS_EV_DONE), -1);
+	confirm(0, mem[2].inc);
+	assert_true(find_ev_after(0, CLR_LS_EV_MEMBER_FAILED, f1 + 1) > f1);
+	assert_true(find_ev(0, CLR_LS_EV_DONE) > find_ev_after(0, CLR_LS_EV_MEMBER_FAILED, f1 + 1));
+}
+
 static void test_garbage_ignored(void **state)
 {
 	uint8_t junk[100];
@@ -504,6 +613,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_nodedown_holds_until_confirmed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rejoin_confirms_old_incarnation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_partition_merge, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nodedown_lost_then_failed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_done_waits_for_every_lost, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_garbage_ignored, setup, teardown),
 	};
 

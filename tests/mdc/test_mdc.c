@@ -488,6 +488,73 @@ static void test_takeover(void **state)
 	free_cluster(c);
 }
 
+/* A node lost with its whole node holds new writes on the survivors
+ * until its death is confirmed; a process death never does. */
+static void test_write_hold(void **state)
+{
+	struct mock_cluster *c = new_cluster();
+	struct clr_mdc_stats st;
+
+	(void)state;
+	for (int i = 0; i < 3; i++) {
+		init_node(c, i, (unsigned)i);
+		assert_int_equal(clr_mdc_join(&c->n[i].m), 0);
+	}
+	assert_false(clr_mdc_writes_held(&c->n[0].m));
+	/* node 2 and node 3 (slot 3, not started) are cut off: PREP, LOST */
+	c->n[2].alive = false;
+	for (int j = 0; j < 2; j++) {
+		clr_mdc_on_prep(&c->n[j].m);
+		clr_mdc_on_member_lost(&c->n[j].m, 2);
+		clr_mdc_on_member_lost(&c->n[j].m, 3);
+		assert_true(clr_mdc_writes_held(&c->n[j].m));
+		/* the hold is for writes only: no takeover queued, the window
+		 * query is unchanged (a host checks both) */
+		assert_false(clr_mdc_recovery_pending(&c->n[j].m));
+		assert_false(clr_mdc_write_blocked(&c->n[j].m, 0, SYNC));
+	}
+	/* our own slot and out-of-range slots are never lost */
+	clr_mdc_on_member_lost(&c->n[2].m, 2);
+	assert_false(clr_mdc_writes_held(&c->n[2].m));
+	clr_mdc_on_member_lost(&c->n[2].m, CLR_MDC_MAX_SLOTS);
+	assert_false(clr_mdc_writes_held(&c->n[2].m));
+	/* one of two confirmed: still held */
+	clr_mdc_on_member_failed(&c->n[0].m, 3);
+	assert_true(clr_mdc_writes_held(&c->n[0].m));
+	clr_mdc_stats(&c->n[0].m, &st);
+	assert_int_equal(st.lost, 1u << 2);
+	assert_int_equal(st.holds, 1);
+	/* the fencer confirms node 2: its locks go, writes resume */
+	clr_lt_remove_owner(c->lt, c->n[2].owner, true, emit, c);
+	clr_mdc_on_member_failed(&c->n[0].m, 2);
+	assert_false(clr_mdc_writes_held(&c->n[0].m));
+	assert_true(clr_mdc_recovery_pending(&c->n[0].m));
+	clr_mdc_stats(&c->n[0].m, &st);
+	assert_int_equal(st.lost, 0);
+	/* DONE lifts whatever is left (the lock service sends it only when
+	 * no lost member is unconfirmed) */
+	assert_true(clr_mdc_writes_held(&c->n[1].m));
+	clr_mdc_on_done(&c->n[1].m);
+	assert_false(clr_mdc_writes_held(&c->n[1].m));
+	/* held again by a later loss: counted */
+	clr_mdc_on_member_lost(&c->n[1].m, 2);
+	assert_true(clr_mdc_writes_held(&c->n[1].m));
+	clr_mdc_on_member_failed(&c->n[1].m, 2);
+	assert_false(clr_mdc_writes_held(&c->n[1].m));
+	clr_mdc_stats(&c->n[1].m, &st);
+	assert_int_equal(st.holds, 2);
+	/* a process death (MEMBER_FAILED without LOST) never holds */
+	c->n[1].alive = false;
+	clr_lt_remove_owner(c->lt, c->n[1].owner, true, emit, c);
+	clr_mdc_on_prep(&c->n[0].m);
+	clr_mdc_on_member_failed(&c->n[0].m, 1);
+	assert_false(clr_mdc_writes_held(&c->n[0].m));
+	assert_int_equal(clr_mdc_recover(&c->n[0].m), 0);
+	clr_mdc_on_done(&c->n[0].m);
+	assert_false(clr_mdc_writes_held(&c->n[0].m));
+	free_cluster(c);
+}
+
 /* A node leaving unclean asks the others to take its slot over. */
 static void test_leave_unclean(void **state)
 {
@@ -587,6 +654,7 @@ int main(void)
 		cmocka_unit_test(test_init_refuses),
 		cmocka_unit_test(test_join),
 		cmocka_unit_test(test_takeover),
+		cmocka_unit_test(test_write_hold),
 		cmocka_unit_test(test_leave_unclean),
 		cmocka_unit_test(test_metadata_newdisk),
 	};

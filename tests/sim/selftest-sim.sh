@@ -6,7 +6,7 @@ sim="${top_builddir:-.}/tests/sim/sim"
 wa=""
 for bug in bitmap-after-data balance-in-recovery no-drain ignore-window \
 	   ack-before-fail clear-pending resync-any-source readd-read-early \
-	   readd-no-write newdisk-ignore-enoent leave-no-needs-sync; do
+	   readd-no-write newdisk-ignore-enoent leave-no-needs-sync ignore-hold; do
 	# shellcheck disable=SC2086
 	"$sim" --seeds 1-1000 $wa --inject-bug="$bug" --expect-fail
 done

@@ -23,7 +23,9 @@
  *      resync copies is a value the block may hold);
  *  (f) after quiescence all in-sync legs are identical;
  *  (g) the run quiesces within a step bound with nothing stuck; no slot
- *      is left untaken, no chunk left needing resync.
+ *      is left untaken, no chunk left needing resync;
+ *  (h) no survivor acknowledges a write it admitted after it saw a node
+ *      crash (MEMBER_LOST) and before that crash was confirmed (fenced).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -70,13 +72,14 @@ enum bug {
 	BUG_READD_NO_WRITE,    /* receivers of RE_ADD do not write the device */
 	BUG_NEWDISK_IGNORE,    /* the adder activates a NEWDISK some node lacks */
 	BUG_LEAVE_NO_SYNC,     /* a leaver with NEEDED chunks says it is clean */
+	BUG_IGNORE_HOLD,       /* writes ignore clr_mdc_writes_held() */
 	BUG_NCOUNT
 };
 static const char *const bug_names[BUG_NCOUNT] = {
 	"none", "bitmap-after-data", "balance-in-recovery", "no-drain",
 	"ignore-window", "ack-before-fail", "clear-pending",
 	"resync-any-source", "readd-read-early", "readd-no-write",
-	"newdisk-ignore-enoent", "leave-no-needs-sync",
+	"newdisk-ignore-enoent", "leave-no-needs-sync", "ignore-hold",
 };
 
 struct opts {
@@ -113,6 +116,7 @@ struct counters {
 	uint64_t leaves_clean, leaves_unclean, heals, readds, readd_rollbacks;
 	uint64_t newdisks, newdisk_rollbacks, rebuilds_done, adoptions;
 	uint64_t start_refusals;
+	uint64_t holds, held_writes;
 };
 
 /* ------------------------------------------------------------------ */
@@ -196,6 +200,11 @@ struct node {
 	uint64_t recv_next, recv_serving;
 	int chg;            /* wait channel of this node */
 	uint64_t crash_at_fence; /* pending fence of the previous incarnation */
+	uint64_t crash_seen;     /* that incarnation's crash was seen (PREP,
+				  * MEMBER_LOST delivered) */
+	/* checker (h): S.evseq when this incarnation got MEMBER_LOST for a
+	 * slot, 0 once it got MEMBER_FAILED for it (the model, not the core) */
+	uint64_t lost_seq[MAXN];
 };
 
 enum io_kind { IO_WRITE, IO_READ, IO_BM_OWN, IO_BM_CLEAR, IO_RS_READ, IO_RS_WRITE };
@@ -281,6 +290,8 @@ struct sim {
 	struct fault f[MAXFAULTS];
 	unsigned nf;
 	uint64_t next_inc, next_val;
+	uint64_t evseq;     /* orders MEMBER_LOST deliveries and write
+			     * admissions for checker (h) */
 	int wl_chan;
 	/* resync in progress per block (checker d): node+1, 0 none */
 	int rs_active[NBLK];
@@ -1415,6 +1426,8 @@ static void client_write(struct node *n, unsigned b0, unsigned nb)
 	uint64_t lo = (uint64_t)b0 * BLK_SECT, hi = (uint64_t)(b0 + nb) * BLK_SECT;
 	uint64_t v = ((uint64_t)(n->idx + 1) << 56) | ++S.next_val;
 	unsigned c0 = chunk_of(b0), c1 = chunk_of(b0 + nb - 1);
+	uint64_t admitted = 0;
+	bool held = false;
 	struct wr *w;
 
 	for (unsigned b = b0; b < b0 + nb; b++) {
@@ -1438,8 +1451,19 @@ again:
 			co_wait(&n->chg, "write blocked (window)");
 			continue;
 		}
+		/* a node lost with its node is not fenced yet: hold */
+		if (S.o.bug != BUG_IGNORE_HOLD && clr_mdc_writes_held(&n->mdc)) {
+			wr_unregister(n, w);
+			if (!held)
+				S.c.held_writes++;
+			held = true;
+			trace("n%d write b%u held: a lost node is not fenced", n->idx, b0);
+			co_wait(&n->chg, "write held (lost node not fenced)");
+			continue;
+		}
 		break;
 	}
+	admitted = ++S.evseq;
 	bool needflush = false, failed[MAXD] = { 0 }, anyfail = false;
 	struct io *legs[MAXD] = { 0 };
 
@@ -1561,6 +1585,12 @@ again:
 				fail("(a) n%d acked b%u val %" PRIx64 " but dev%d has %"
 				     PRIx64, n->idx, b, v, d, S.d[d].data[b]);
 	}
+	/* (h): admitted (its last admission, retries included) after a
+	 * crash was seen here, and that crash is not confirmed yet */
+	for (unsigned s = 0; s < MAXN; s++)
+		if (n->lost_seq[s] && n->lost_seq[s] < admitted)
+			fail("(h) n%d acked b%u+%u admitted after slot %u was lost and"
+			     " before it was fenced", n->idx, b0, nb, s);
 	S.c.writes_acked++;
 	trace("n%d ack b%u+%u", n->idx, b0, nb);
 	for (unsigned b = b0; b < b0 + nb; b++) {
@@ -2288,6 +2318,7 @@ static void drop_node_io(struct node *n)
 }
 
 static void join_co(void *arg);
+static void deliver_lost(struct node *o, unsigned slot);
 
 static void node_teardown(struct node *n, bool crash)
 {
@@ -2386,6 +2417,11 @@ static void join_co(void *arg)
 		return;
 	}
 	n->mdc_init = true;
+	/* a joiner finds unconfirmed members in the lockspace state: they
+	 * are lost for it too (lock_repl.c load_state) */
+	for (unsigned j = 0; j < S.o.nodes; j++)
+		if (S.n[j].crash_at_fence && S.n[j].crash_seen == S.n[j].crash_at_fence)
+			deliver_lost(n, S.n[j].slot);
 	wake_node(n); /* receiving starts now */
 	load_own_bits(n);
 	trace("n%d join (inc %" PRIu64 ")", n->idx, n->inc);
@@ -2493,9 +2529,29 @@ static void do_crash(struct node *n)
 		add_fault(fence + 20 + rndn(300), F_RESTART, n->idx, 0, 0);
 }
 
+/* MEMBER_LOST for @slot to live node @o (model and core). */
+static void deliver_lost(struct node *o, unsigned slot)
+{
+	if (slot == o->slot)
+		return;
+	clr_mdc_on_member_lost(&o->mdc, slot);
+	o->lost_seq[slot] = ++S.evseq;
+}
+
+/* A crash seen and not yet fenced, other than @except's. */
+static bool lost_unconfirmed(int except)
+{
+	for (unsigned j = 0; j < S.o.nodes; j++)
+		if ((int)j != except && S.n[j].crash_at_fence &&
+		    S.n[j].crash_seen == S.n[j].crash_at_fence)
+			return true;
+	return false;
+}
+
 static void do_fence(struct fault *f)
 {
 	int removed;
+	bool done = !lost_unconfirmed(f->a);
 
 	trace("FENCE n%d inc %" PRIu64 " confirmed dead", f->a, f->inc);
 	for (unsigned i = 0; i < S.o.nodes; i++) {
@@ -2503,6 +2559,7 @@ static void do_fence(struct fault *f)
 
 		if (o->live && o->mdc_init && o->inc != f->inc) {
 			clr_mdc_on_member_failed(&o->mdc, S.n[f->a].slot);
+			o->lost_seq[S.n[f->a].slot] = 0;
 			o->dead_slots |= 1ull << S.n[f->a].slot;
 		}
 	}
@@ -2511,8 +2568,11 @@ static void do_fence(struct fault *f)
 	for (unsigned i = 0; i < S.o.nodes; i++) {
 		struct node *o = &S.n[i];
 
+		/* DONE only once no seen crash is unconfirmed (lock_repl.c
+		 * check_done: no member FAILED) */
 		if (o->live && o->mdc_init && o->inc != f->inc) {
-			clr_mdc_on_done(&o->mdc);
+			if (done)
+				clr_mdc_on_done(&o->mdc);
 			wake_node(o);
 		}
 	}
@@ -2539,10 +2599,18 @@ static void fire_fault(struct fault *f)
 		do_crash(n);
 		break;
 	case F_PREP:
-		trace("PREP (n%d died)", f->a);
+		/* the membership sees the node go (NODEDOWN): PREP, then
+		 * MEMBER_LOST, as lock_repl.c; confirmed by F_FENCE */
+		trace("PREP, MEMBER_LOST (n%d died, slot %u)", f->a, S.n[f->a].slot);
+		if (S.n[f->a].crash_at_fence == f->inc) {
+			S.n[f->a].crash_seen = f->inc;
+			S.c.holds++;
+		}
 		for (unsigned i = 0; i < S.o.nodes; i++)
 			if (S.n[i].live && S.n[i].mdc_init) {
 				clr_mdc_on_prep(&S.n[i].mdc);
+				if (S.n[f->a].crash_seen == f->inc)
+					deliver_lost(&S.n[i], S.n[f->a].slot);
 				wake_node(&S.n[i]);
 			}
 		break;
@@ -3213,6 +3281,7 @@ int main(int argc, char **argv)
 	       PRIu64 ", messages %" PRIu64 ", writes acked %" PRIu64
 	       ", reads checked %" PRIu64 ", reopened %" PRIu64 ", partial-flush orphan bits %" PRIu64
 	       ", join retries %" PRIu64 ", write retries %" PRIu64
+	       ", write holds %" PRIu64 " (writes held %" PRIu64 ")"
 	       "; leaves clean %" PRIu64 " / with NEEDED %" PRIu64 ", heals %" PRIu64
 	       ", re-adds %" PRIu64 " (rolled back %" PRIu64 "), newdisks %" PRIu64
 	       " (rolled back %" PRIu64 "), rebuilds done %" PRIu64 " (resumed by a survivor %"
@@ -3220,7 +3289,8 @@ int main(int argc, char **argv)
 	       S.c.seeds, S.c.failures, S.c.crashes, S.c.restarts, S.c.dev_failures,
 	       S.c.path_losses, S.c.slow_io, S.c.takeovers, S.c.resync_chunks,
 	       S.c.msgs, S.c.writes_acked, S.c.reads_checked, S.c.reopened, S.c.orphan_bits,
-	       S.c.join_retries, S.c.write_retries, S.c.leaves_clean, S.c.leaves_unclean,
+	       S.c.join_retries, S.c.write_retries, S.c.holds, S.c.held_writes,
+	       S.c.leaves_clean, S.c.leaves_unclean,
 	       S.c.heals, S.c.readds, S.c.readd_rollbacks, S.c.newdisks,
 	       S.c.newdisk_rollbacks, S.c.rebuilds_done, S.c.adoptions,
 	       S.c.start_refusals, S.c.steps,
