@@ -325,6 +325,28 @@ fenced_after() {
 	awk -v n="n$1" -v t="$2" '$2 == "reboot" && $3 == n && $4 == "done" && $1 > t { print $1; exit }' \
 		"$N/fence.log" 2>/dev/null | grep .
 }
+# check_hold T0 T_FENCE WHAT: the survivors n1 and n2 held new writes from
+# when their engines learned of the lost node (after T0) until the fence
+# completed (T_FENCE): no acknowledgement reached a client in between (the
+# clients stamp acknowledgements themselves), but the one write per client
+# that may have been in flight when the hold began.  Sets FIRST_ACK[i].
+declare -a FIRST_ACK
+check_hold() {
+	local t0=$1 tf=$2 i hs he inside
+	for i in 1 2; do
+		hs=$(st "$i" '.cluster.write_hold.start_ms // 0')
+		he=$(st "$i" '.cluster.write_hold.end_ms // 0')
+		[ "$hs" -gt "$t0" ] || fail "n$i: no write hold after $3 (write_hold.start_ms $hs)"
+		[ "$he" -ge "$tf" ] || fail "n$i: writes resumed at $he ms, before the fence completed at $tf ms"
+		inside=$(cl_acks "${W_LOGS[i]}" | awk -v a="$hs" -v b="$tf" '$1 >= a && $1 < b' | wc -l)
+		[ "$inside" -le 1 ] || {
+			cl_acks "${W_LOGS[i]}" | awk -v a=$((hs - 300)) -v b=$((tf + 300)) '$1 > a && $1 < b'
+			fail "n$i: $inside writes acknowledged between the hold ($hs) and the fence ($tf)"
+		}
+		FIRST_ACK[i]=$(cl_acks "${W_LOGS[i]}" | awk -v t="$tf" '$1 >= t { print $1; exit }')
+		echo "n$i: writes held from +$((hs - t0)) ms to +$((he - t0)) ms after $3 ($inside write in flight at the hold completed in it); first acknowledgement after the fence at +$((${FIRST_ACK[i]:-$tf} - t0)) ms"
+	done
+}
 # slow_leg K: node K's writes to the second leg take 20 ms more, so that
 # one of its writes is surely in flight, its legs maybe different, when it
 # is cut off.
@@ -404,6 +426,7 @@ scenario_2() {
 	dirty=$(st "$TAKER" .cluster.last_takeover.bytes)
 	resynced=$(st "$TAKER" .last_resync.bytes)
 	[ "$dirty" -gt 0 ] || fail "n$V died mid-write but its bitmap had no dirty chunk"
+	check_hold "$t_kill" "$t_fence" "the kill"
 	on 1 stonith_admin --history "n$V" 2>/dev/null | head -n 3
 	verify_data s2 1 2
 	check_clean "$TAKER"
@@ -430,33 +453,13 @@ scenario_3() {
 	wait_for "n1 writes after the fence" 30 acks_after 1 "$t_fence"
 	stop_writers 3
 	survivors_ok 1 2
-	# When did the survivors hold writes?  No acknowledgement may reach a
-	# client from the moment the engines knew of the loss until the fence
-	# completed (the clients stamp their acknowledgements themselves).
-	for i in 1 2; do
-		hs=$(st "$i" '.cluster.write_hold.start_ms // 0')
-		he=$(st "$i" '.cluster.write_hold.end_ms // 0')
-		[ "$hs" -gt "$t_cut" ] || fail "n$i: no write hold after the cut (write_hold.start_ms $hs)"
-		[ "$he" -ge "$t_fence" ] || fail "n$i: writes resumed at $he ms, before the fence completed at $t_fence ms"
-		# One write per client may be in flight when the hold begins: it
-		# completes; no other may be acknowledged inside the window.
-		inside=$(cl_acks "${W_LOGS[i]}" | awk -v a="$hs" -v b="$t_fence" '$1 >= a && $1 < b' | wc -l)
-		[ "$inside" -le 1 ] || {
-			cl_acks "${W_LOGS[i]}" | awk -v a=$((hs - 300)) -v b=$((t_fence + 300)) '$1 > a && $1 < b'
-			grep 'cluster' "$N/n$i/run/clraid/$NAME.log" | tail -n 8
-			fail "n$i: $inside writes acknowledged between the hold ($hs) and the fence ($t_fence)"
-		}
-		first=$(cl_acks "${W_LOGS[i]}" | awk -v t="$t_fence" '$1 >= t { print $1; exit }')
-		echo "n$i: writes held from +$((hs - t_cut)) ms to +$((he - t_cut)) ms after the cut ($inside write in flight at the hold completed in it); first acknowledgement after the fence at +$((first - t_cut)) ms"
-		eval "t_first$i=$first"
-	done
+	check_hold "$t_cut" "$t_fence" "the cut"
 	ip link set "v$V" up
 	verify_data s3 1 2
 	check_clean "$TAKER"
 	rejoin "$V"
 	verify_data s3-rejoined "$V"
-	# shellcheck disable=SC2154
-	echo "scenario 3: ok: partition -> n$V frozen <= $((t_frozen - t_cut)) ms -> fence confirmed $((t_fence - t_cut)) ms -> takeover $((t_take - t_cut)) ms -> majority writing $((t_first1 - t_cut)) ms (n1), $((t_first2 - t_cut)) ms (n2); n$V rejoined in $REJOIN_MS ms"
+	echo "scenario 3: ok: partition -> n$V frozen <= $((t_frozen - t_cut)) ms -> fence confirmed $((t_fence - t_cut)) ms -> takeover $((t_take - t_cut)) ms -> majority writing $((FIRST_ACK[1] - t_cut)) ms (n1), $((FIRST_ACK[2] - t_cut)) ms (n2); n$V rejoined in $REJOIN_MS ms"
 }
 
 # --- scenario 4: disable, enable ------------------------------------------
