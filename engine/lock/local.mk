@@ -51,4 +51,4 @@ tests_bench_cpg_rtt_LDADD = $(CPG_LIBS)
 # Integration: a private corosync in private namespaces, 3-5 members.
 TESTS += tests/lock/test-cpg-cluster.sh tests/lock/test-cpg-partition.sh
 dist_check_SCRIPTS += tests/lock/test-cpg-cluster.sh tests/lock/test-cpg-partition.sh
-EXTRA_DIST += tests/lock/cluster-functions.sh tests/bench/locks.sh
+EXTRA_DIST += tests/lock/cluster-functions.sh tests/lock/corosync-conf.sh tests/bench/locks.sh

@@ -6,6 +6,8 @@
 # touched (/var/lib/corosync, /run and /dev/shm are private, /etc is never
 # used), and two runs can coexist.
 
+# shellcheck source=tests/lock/corosync-conf.sh
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lock/corosync-conf.sh"
 clr_skip() { echo "SKIP: $*"; exit 77; }
 
 clr_enter_ns() {

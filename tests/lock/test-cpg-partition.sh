@@ -35,42 +35,7 @@ ip link add br0 type bridge && ip link set br0 up || exit 99
 for i in 1 2 3; do
 	D=$T/n$i
 	mkdir -p "$D/var-lib-corosync" "$D/run"
-	cat >"$D/corosync.conf" <<CONF
-totem {
-	version: 2
-	cluster_name: clraidpart
-	transport: knet
-	crypto_cipher: none
-	crypto_hash: none
-	token: 1000
-}
-logging {
-	to_stderr: no
-	to_logfile: yes
-	logfile: $D/corosync.log
-	to_syslog: no
-}
-quorum {
-	provider: corosync_votequorum
-}
-nodelist {
-	node {
-		name: n1
-		nodeid: 1
-		ring0_addr: 10.99.0.1
-	}
-	node {
-		name: n2
-		nodeid: 2
-		ring0_addr: 10.99.0.2
-	}
-	node {
-		name: n3
-		nodeid: 3
-		ring0_addr: 10.99.0.3
-	}
-}
-CONF
+	clr_corosync_conf3 clraidpart 10.99.0 "$D/corosync.log" >"$D/corosync.conf"
 	unshare -n -m -u --propagation private sh -c "
 		mount --bind $D/var-lib-corosync /var/lib/corosync &&
 		mount -t tmpfs -o mode=1777 tmpfs /dev/shm &&

@@ -31,6 +31,8 @@ PLUGIN=${CLRAID_NBDKIT_PLUGIN:-}
 [ -n "$PLUGIN" ] || fail "no nbdkit-clraid-plugin.so in $top_builddir/.libs (set CLRAID_NBDKIT_PLUGIN)"
 # shellcheck source=tests/cluster/pattern-functions.sh
 . "$top_srcdir/tests/cluster/pattern-functions.sh"
+# shellcheck source=tests/lock/corosync-conf.sh
+. "$top_srcdir/tests/lock/corosync-conf.sh"
 export LC_ALL=C
 FENCE_AGENT="$top_srcdir/tests/pacemaker/fence_clraidtest"
 RECIPE="$top_srcdir/crm-templates/pcs-clraid-cpg.sh"
@@ -128,43 +130,7 @@ for i in 1 2 3; do
 	ip link set "v$i" master br0 up
 	on "$i" ip addr add "10.99.0.$i/24" dev eth0
 	on "$i" ip link set eth0 up
-	cat >"$N/n$i/etc-corosync/corosync.conf" <<CONF
-totem {
-	version: 2
-	cluster_name: clraidtest
-	transport: knet
-	token: 1000
-	crypto_cipher: none
-	crypto_hash: none
-}
-logging {
-	to_stderr: no
-	to_logfile: yes
-	logfile: $N/n$i/corosync.log
-	to_syslog: no
-	timestamp: hires
-}
-quorum {
-	provider: corosync_votequorum
-}
-nodelist {
-	node {
-		name: n1
-		nodeid: 1
-		ring0_addr: 10.99.0.1
-	}
-	node {
-		name: n2
-		nodeid: 2
-		ring0_addr: 10.99.0.2
-	}
-	node {
-		name: n3
-		nodeid: 3
-		ring0_addr: 10.99.0.3
-	}
-}
-CONF
+	clr_corosync_conf3 clraidtest 10.99.0 "$N/n$i/corosync.log" >"$N/n$i/etc-corosync/corosync.conf"
 done
 step "3 nodes: holders ${H[*]}, bridge up"
 
