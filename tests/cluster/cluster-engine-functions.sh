@@ -22,7 +22,7 @@ requires corosync
 # CL_KEEP_LOGS=DIR: copy the writers' logs and the run dirs there at exit.
 if [ -n "${CL_KEEP_LOGS:-}" ]; then
     # shellcheck disable=SC2016  # expanded when it runs
-    cleanup_fn 'mkdir -p "$CL_KEEP_LOGS"; cp -r "$TESTDIR"/*.log "$TESTDIR"/m[0-9]* "$CL_KEEP_LOGS"/ 2>/dev/null'
+    cleanup_fn 'mkdir -p "$CL_KEEP_LOGS"; cp -r "$TESTDIR"/*.log* "$TESTDIR"/m[0-9]* "$CL_KEEP_LOGS"/ 2>/dev/null'
 fi
 
 # The corosync cluster_name cluster-functions.sh writes: it must be the

@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* a server killed while we send: say so, do not die of SIGPIPE */
+	signal(SIGPIPE, SIG_IGN);
 	buf = malloc(bs);
 	nbd = nbd_create();
 	if (!buf || !nbd) {

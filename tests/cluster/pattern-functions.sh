@@ -42,9 +42,9 @@ cl_writer() {
         p=$(cl_pattern "$k" "$r")
         echo "round $r pattern $p t_ms $(now_ms)" >>"$log"
         # line-buffered: cl_in_round sees the acknowledgements as they come
+        rc=0  # (callers may run under set -e)
         cl_run_on "$k" timeout "${CL_WRITE_TIMEOUT:-30}" "$CL_WRITER" "$(cl_uri "$k")" "$p" \
-            "$base" "$CL_BS" "$CL_NB" >"$log.r$r" 2>&1
-        rc=$?
+            "$base" "$CL_BS" "$CL_NB" >"$log.r$r" 2>&1 || rc=$?
         cat "$log.r$r" >>"$log"
         echo "end $r rc $rc t_ms $(now_ms)" >>"$log"
         grep -q "$CL_FAILED" "$log.r$r" && break
