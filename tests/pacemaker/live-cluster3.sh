@@ -134,6 +134,22 @@ for i in 1 2 3; do
 done
 step "3 nodes: holders ${H[*]}, bridge up"
 
+# The fence agent acts on test nodes only.
+fa() { printf '%s\n' "$@" | "$FENCE_AGENT" 2>&1; }
+out=$(fa action=off port=n1 nodes_dir="$TESTDIR") &&
+	fail "fence agent: a directory without the marker was accepted: $out"
+echo "ok: fence agent refuses an unmarked directory: $out"
+sleep 60 &
+mkdir -p "$N/n9" && echo $! >"$N/n9/holder.pid"
+out=$(fa action=off port=n9 nodes_dir="$N") && fail "fence agent: a process of the test's own was accepted: $out"
+kill -0 $! || fail "fence agent killed a process that is no test node"
+kill $!
+echo "ok: fence agent refuses a process that is no test node: $out"
+rm -rf "${N:?}/n9"
+[ "$(fa action=list nodes_dir="$N" | tr '\n' ' ')" = "n1 n2 n3 " ] || fail "fence agent: list"
+fa action=status port=n2 nodes_dir="$N" | grep -q 'Status: OFF' || fail "fence agent: n2 should be off"
+fa action=metadata | xmllint --noout - || fail "fence agent: meta-data is not XML"
+
 # wait_for WHAT SECONDS CMD...: poll CMD (every 0.2 s) until it succeeds.
 wait_for() {
 	local w=$1 s=$2 i=0; shift 2
@@ -178,6 +194,8 @@ power_on 2
 power_on 3
 wait_for "corosync: 3 votes" 30 quorum_of 1 3
 wait_for "Pacemaker: 3 nodes online" 90 online 1 3
+fa action=status port=n2 nodes_dir="$N" | grep -q 'Status: ON' || fail "fence agent: n2 should be on"
+fa action=on port=n2 nodes_dir="$N" >/dev/null || fail "fence agent: on for a running node"
 step "pacemaker: 3 nodes online"
 
 # --- fencing, the array, the clone from the recipe -----------------------
