@@ -19,6 +19,7 @@
 #   4 disable / enable: clean bitmaps, no resync on restart
 #   5 standby / unstandby of one node: no takeover, no resync
 #   6 crm_resource --force-check at depths 0, 10, 20 on every node
+# LIVE3_SCENARIOS="2 3" runs only those (each leaves all three nodes up).
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 CLRAID_PCMK_UNSHARE="-n -u"
 . "${top_srcdir:-.}/tests/pacemaker/pcmk-functions.sh"
@@ -331,6 +332,19 @@ check_hold() {
 		echo "n$i: writes held from +$((hs - t0)) ms to +$((he - t0)) ms after $3 ($inside write in flight at the hold completed in it); first acknowledgement after the fence at +$((${FIRST_ACK[i]:-$tf} - t0)) ms"
 	done
 }
+# fenced_then_taken_over T0: Pacemaker fences n$V after T0, then a survivor
+# takes its slot over (not before the fence) and resyncs.  Sets t_fence,
+# TAKER, t_take and t_sync.
+fenced_then_taken_over() {
+	wait_for "n$V fenced by Pacemaker" 60 fenced_after "$V" "$1"
+	t_fence=$(fenced_after "$V" "$1")
+	wait_for "a survivor took n$V's bitmap over" 60 taker_after "$1"
+	TAKER=$(taker_after "$1")
+	t_take=$(st "$TAKER" .cluster.last_takeover.at_ms)
+	[ "$t_take" -ge "$t_fence" ] || fail "takeover at $t_take ms, before the fencing completed at $t_fence ms"
+	wait_for "resync done on n$TAKER" 60 resync_done_after "$TAKER" "$t_take"
+	t_sync=$(st "$TAKER" .last_resync.ended_ms)
+}
 # slow_leg K: node K's writes to the second leg take 20 ms more, so that
 # one of its writes is surely in flight, its legs maybe different, when it
 # is cut off.
@@ -396,17 +410,10 @@ scenario_2() {
 	t_kill=$(now_ms)
 	power_off "$V"
 	echo "n$V: every process SIGKILLed at t=0, its writer in round $(cl_in_round "${W_LOGS[V]}")"
-	wait_for "n$V fenced by Pacemaker" 60 fenced_after "$V" "$t_kill"
-	t_fence=$(fenced_after "$V" "$t_kill")
-	wait_for "a survivor took n$V's bitmap over" 60 taker_after "$t_kill"
-	TAKER=$(taker_after "$t_kill")
-	t_take=$(st "$TAKER" .cluster.last_takeover.at_ms)
-	wait_for "resync done on n$TAKER" 60 resync_done_after "$TAKER" "$t_take"
-	t_sync=$(st "$TAKER" .last_resync.ended_ms)
+	fenced_then_taken_over "$t_kill"
 	stop_writers 2
 	survivors_ok 1 2
 	grep -q "$CL_FAILED\|rc 137\|rc 124" "${W_LOGS[V]}" || fail "n$V's writer was not cut mid-write"
-	[ "$t_take" -ge "$t_fence" ] || fail "takeover at $t_take ms, before the fencing completed at $t_fence ms"
 	dirty=$(st "$TAKER" .cluster.last_takeover.bytes)
 	resynced=$(st "$TAKER" .last_resync.bytes)
 	[ "$dirty" -gt 0 ] || fail "n$V died mid-write but its bitmap had no dirty chunk"
@@ -428,12 +435,7 @@ scenario_3() {
 	ip link set "v$V" down
 	wait_for "n$V frozen" 30 frozen
 	t_frozen=$(now_ms)
-	wait_for "n$V fenced by the majority" 60 fenced_after "$V" "$t_cut"
-	t_fence=$(fenced_after "$V" "$t_cut")
-	wait_for "a survivor took n$V's bitmap over" 60 taker_after "$t_cut"
-	TAKER=$(taker_after "$t_cut")
-	t_take=$(st "$TAKER" .cluster.last_takeover.at_ms)
-	wait_for "resync done on n$TAKER" 60 resync_done_after "$TAKER" "$t_take"
+	fenced_then_taken_over "$t_cut"
 	wait_for "n1 writes after the fence" 30 acks_after 1 "$t_fence"
 	stop_writers 3
 	survivors_ok 1 2
