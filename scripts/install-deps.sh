@@ -23,6 +23,7 @@ PKGS="
  nbdkit nbdkit-plugin-dev libnbd-dev libnbd-bin nbd-client
  qemu-utils qemu-system-common mdadm fio util-linux iproute2 procps
  jq e2fsprogs coreutils mount cpio
+ user-mode-linux kmod dlm-controld
 "
 
 # Keep package post-install scripts from starting daemons on this host.
