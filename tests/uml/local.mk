@@ -2,6 +2,7 @@
 # User-Mode Linux instances that boot over our member files
 # (uml-functions.sh; they SKIP where UML cannot run).
 UML_TESTS = \
+	tests/uml/md-cluster-interop.sh \
 	tests/uml/uml-harness.sh
 TESTS += $(UML_TESTS)
 dist_check_SCRIPTS += $(UML_TESTS)
