@@ -81,6 +81,16 @@ data() {
 }
 # slot_dirty FILE SLOT: dirty bits of bitmap slot SLOT (clraid examine).
 slot_dirty() { "$CLRAID" examine "$1" --json | jq -r ".[0].bitmap.slots[$2].dirty_bits"; }
+# slots_clean WHEN: after a clean stop of every node, no slot has a dirty
+# bit on any member (else the next assembly resyncs for nothing).
+slots_clean() {
+    local f d
+    for f in "${legs[@]}"; do
+        d=$("$CLRAID" examine "$f" --json | jq -r '[.[0].bitmap.slots[].dirty_bits] | add')
+        [ "$d" = 0 ] || { "$CLRAID" examine "$f"; fail "$1: $d dirty bits left in the bitmap slots of $f"; }
+    done
+    echo "ok: $1: no dirty bit in any slot"
+}
 
 # ---- the guests' scripts ---------------------------------------------------
 # Common start: cluster stack, md-cluster, and "fail" files so that the
@@ -302,6 +312,7 @@ done
 for k in "${survivors[@]}"; do cl_stop "$k"; done
 echo "clraid stopped; bitmap slots:"
 "$CLRAID" examine "${legs[0]}" | sed -n 's/^ *\(Node Slot [0-3]\) : /  \1: /p'
+slots_clean "clraid stopped"
 
 # ==== 3. kernel md-cluster again, 4. then a kernel node crashes =============
 echo
@@ -378,6 +389,7 @@ echo "member 1: clraid check after the takeover: $mm mismatches"
 for k in 1 2; do cl_stop "$k"; done
 echo "clraid stopped; bitmap slots:"
 "$CLRAID" examine "${legs[0]}" | sed -n 's/^ *\(Node Slot [0-3]\) : /  \1: /p'
+slots_clean "clraid stopped"
 data "${legs[1]}" "$TESTDIR/leg1"
 cmp -s "$TESTDIR/leg0" "$TESTDIR/leg1" || fail "after the resync the legs still differ"
 echo "ok: the legs are equal again on the host: sha256 $(short "$K4")..."
