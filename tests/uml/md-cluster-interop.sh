@@ -21,6 +21,11 @@
 #     since every write had completed).  A clraid node starts, finds the
 #     dead kernel node's slot with no owner and dirty chunks, resyncs them
 #     from the first leg: both legs agree again, check gives 0 mismatches.
+#  5. clraid crash: the first clraid node stops, the second (slot 1) writes
+#     and is SIGKILLed with its chunks dirty; one leg is overwritten inside
+#     a dirty chunk (simulated as in 4).  Kernel node n1 alone assembles,
+#     takes the dead slot over at join and resyncs it: it reads the first
+#     leg's bytes, md check gives mismatch_cnt 0, the legs are equal.
 #
 # SKIPs where User-Mode Linux or the namespaces cannot run.  Prints the
 # pattern seed, the sha256 sums, mismatch counts, the takeover time and the
@@ -65,8 +70,9 @@ pattern n1 $((4 * MiB))
 pattern n2 $((4 * MiB))
 pattern crash $((4 * MiB))
 # where each writes in the array (MiB): the kernel nodes, clraid member K
-# (2 MiB from CL_BASE + (K-1) * 8), the crashing kernel node
-OFF_N1=1 OFF_N2=6 CL_BASE=12 OFF_CRASH=36
+# (2 MiB from CL_BASE + (K-1) * 8), the crashing kernel node, the crashing
+# clraid node
+OFF_N1=1 OFF_N2=6 CL_BASE=12 OFF_CRASH=36 OFF_CL5=42
 
 read -r -a legs <<<"$(mkfiles 2 48M)"
 sha_of() { sha256sum "$1" | cut -d' ' -f1; }
@@ -186,6 +192,24 @@ else
     # the host cuts the power now: the bits of this write stay dirty
     sleep 600
 fi
+G
+# Phase 5: n1 alone assembles (it takes the dead clraid node's slot over at
+# join), waits for the resync, reads, checks.
+cat >"$W/k3.sh" <<'G'
+PHASE=k3
+. "$UML_WORK/common.sh"
+mdadm --assemble /dev/md0 "$A" "$B" >k3.n1.mdadm 2>&1 || { cat k3.n1.mdadm; gfail "mdadm --assemble"; }
+r slot "$(mdslot)"
+mdadm --readwrite /dev/md0 || gfail "mdadm --readwrite"
+wait_for 60 grep -qx none /sys/block/md0/md/resync_start || gfail "the resync did not end"
+wait_for 60 grep -qx idle /sys/block/md0/md/sync_action || gfail "the resync did not end"
+r sync_log "$(dmesg | grep -E 'md: (resync|md0: resync)|md-cluster' | tr -s ' \n' ' ')"
+r sha "$(mdsha)"
+echo check >/sys/block/md0/md/sync_action || gfail "echo check"
+wait_for 60 sh -c 'grep -qx check /sys/block/md0/md/last_sync_action && grep -qx idle /sys/block/md0/md/sync_action' ||
+    gfail "the check did not end"
+r mismatch_cnt "$(cat /sys/block/md0/md/mismatch_cnt)"
+mdadm --stop /dev/md0 || gfail "mdadm --stop"
 G
 echo $OFF_N1 >"$W/off.n1"
 echo $OFF_N2 >"$W/off.n2"
@@ -386,13 +410,55 @@ cl_cli 1 check "$CL_NAME" --wait >/dev/null || fail "check on member 1"
 mm=$(cl_st 1 .last_check.mismatches)
 echo "member 1: clraid check after the takeover: $mm mismatches"
 [ "$mm" = 0 ] || fail "check found $mm mismatches after the takeover resync"
-for k in 1 2; do cl_stop "$k"; done
-echo "clraid stopped; bitmap slots:"
-"$CLRAID" examine "${legs[0]}" | sed -n 's/^ *\(Node Slot [0-3]\) : /  \1: /p'
-slots_clean "clraid stopped"
+cl_stop 1
 data "${legs[1]}" "$TESTDIR/leg1"
 cmp -s "$TESTDIR/leg0" "$TESTDIR/leg1" || fail "after the resync the legs still differ"
 echo "ok: the legs are equal again on the host: sha256 $(short "$K4")..."
+
+# ==== 5. a clraid node crashes, kernel md-cluster takes its slot over =======
 echo
-echo "SUMMARY: kernel -> clraid -> kernel: sha256 $(short "$K1")... then $(short "$C2")... on both sides; clraid kill->takeover $x_take ms ($tchunks dirty chunks), kernel mismatch_cnt $(uml_r n1 mismatch_cnt); kernel crash: slot $dslot $dirty dirty chunks taken over by clraid, check 0 mismatches"
+echo "=== 5. clraid member 2 (slot $(cl_st 2 .cluster.slot)) alone writes and is killed; kernel md-cluster assembles"
+cslot=$(cl_st 2 .cluster.slot)
+p5=$(cl_pattern 2 1)  # the writer's round 1
+# one round of CL_NB writes, all acknowledged, then the kill: the chunks
+# stay dirty (a bit is cleared only after daemon_sleep, 5 s, without writes)
+cl_writer 2 $((OFF_CL5 * MiB)) "$TESTDIR/w5.log" "$TESTDIR/nostop" 1
+grep -q "$CL_FAILED" "$TESTDIR/w5.log" && { cat "$TESTDIR/w5.log"; fail "member 2: a write failed"; }
+cl_crash 2
+echo "member 2 wrote $(cl_count '^wrote' "$TESTDIR/w5.log") x $CL_BS bytes at array byte $((OFF_CL5 * MiB)), then SIGKILL"
+cdirty=$(slot_dirty "${legs[0]}" "$cslot")
+echo "  $(basename "${legs[0]}"): slot $cslot has $cdirty dirty bits"
+[ "$cdirty" -ge $((CL_NB * CL_BS / (512 * 1024))) ] ||
+    fail "member 2 was killed right after writing $((CL_NB * CL_BS / (512 * 1024))) chunks but its slot $cslot has $cdirty dirty bits"
+# expected: what the array held, plus member 2's round on both legs
+head -c $((CL_NB * CL_BS)) /dev/zero | tr '\0' "\\$(printf '%03o' "$p5")" |
+    dd of="$TESTDIR/leg0" bs=1M seek=$OFF_CL5 conv=notrunc status=none
+K5=$(sha_of "$TESTDIR/leg0")
+mv "$TESTDIR/leg0" "$TESTDIR/expected5"
+data "${legs[0]}" "$TESTDIR/leg0"
+data "${legs[1]}" "$TESTDIR/leg1"
+cmp -s "$TESTDIR/leg0" "$TESTDIR/expected5" || fail "leg 0 does not hold member 2's acknowledged writes"
+cmp -s "$TESTDIR/leg1" "$TESTDIR/expected5" || fail "leg 1 does not hold member 2's acknowledged writes"
+# SIMULATED torn mirrored write again, on leg 1, inside the first chunk
+torn=$(((OFF_CL5 * MiB + 65536) / 512 + doff))
+head -c 65536 /dev/zero | tr '\0' '\356' | dd of="${legs[1]}" bs=512 seek="$torn" conv=notrunc status=none
+data "${legs[1]}" "$TESTDIR/leg1"
+echo "simulated a torn write: 64 KiB on leg 1 only at array byte $(((torn - doff) * 512)): legs differ in $(cmp -l "$TESTDIR/leg0" "$TESTDIR/leg1" | wc -l) bytes"
+rm -f "$TESTDIR/leg1" "$TESTDIR/expected5"
+t0=$(now_ms)
+uml_start n1 "$W/k3.sh" "${legs[@]}"
+rc=0; uml_wait n1 100 || rc=$?
+[ "$rc" = 0 ] || uml_fail n1 "n1 (phase 5): exit $rc, $(uml_r n1 fail)"
+echo "kernel phase 5 (n1 alone): $(($(now_ms) - t0)) ms; bitmap slot $(uml_r n1 slot)"
+echo "n1: kernel log:$(uml_r n1 sync_log | sed 's/\[ *[0-9.]*\]//g')"
+echo "n1 reads md0 sha256 $(short "$(uml_r n1 sha)")..."
+[ "$(uml_r n1 sha)" = "$K5" ] || fail "kernel md reads other bytes than the first leg holds (sha256 $(short "$K5")...)"
+mm5=$(uml_r n1 mismatch_cnt)
+echo "n1: md check after its resync: mismatch_cnt $mm5"
+[ "$mm5" = 0 ] || fail "kernel md check: mismatch_cnt $mm5: the dead clraid node's dirty chunks were not resynced"
+data "${legs[1]}" "$TESTDIR/leg1"
+cmp -s "$TESTDIR/leg0" "$TESTDIR/leg1" || fail "after the kernel's resync the legs still differ"
+echo "ok: kernel md-cluster resynced the dead clraid node's slot $cslot: legs equal, mismatch_cnt 0"
+echo
+echo "SUMMARY: kernel -> clraid -> kernel: sha256 $(short "$K1")... then $(short "$C2")... on both sides; clraid kill->takeover $x_take ms ($tchunks dirty chunks), kernel mismatch_cnt $(uml_r n1 mismatch_cnt); kernel crash: slot $dslot $dirty dirty chunks taken over by clraid, check 0 mismatches; clraid crash: slot $cslot $cdirty dirty chunks resynced by kernel md, mismatch_cnt $mm5"
 echo "PASS: md-cluster interop"
