@@ -87,6 +87,28 @@ data() {
 }
 # slot_dirty FILE SLOT: dirty bits of bitmap slot SLOT (clraid examine).
 slot_dirty() { "$CLRAID" examine "$1" --json | jq -r ".[0].bitmap.slots[$2].dirty_bits"; }
+# mdadm_dirty FILE SLOT: the dirty chunks of slot SLOT as mdadm -X counts
+# them (it reads a member through a block device: a read-only loop device,
+# made fresh so that no stale cache is read); empty if none can be made.
+mdadm_dirty() {
+    local l out
+    l=$(losetup -f --show -r "$1" 2>/dev/null) || return 0
+    out=$(mdadm -X "$l" 2>&1) || true
+    losetup -d "$l"
+    awk -v s="$2" '$1 == "Node" && $2 == "Slot" { cur = $4 }
+        $1 == "Bitmap" && cur == s { for (i = 2; i <= NF; i++) if ($i == "dirty") { print $(i - 1); exit } }' <<<"$out"
+}
+# cross_dirty FILE SLOT N: mdadm -X must count N dirty chunks in SLOT too.
+cross_dirty() {
+    local x
+    x=$(mdadm_dirty "$1" "$2")
+    if [ -z "$x" ]; then
+        echo "  (mdadm -X not run: no loop device here)"
+        return 0
+    fi
+    echo "  mdadm -X $(basename "$1"): slot $2 has $x dirty chunks"
+    [ "$x" = "$3" ] || fail "mdadm -X counts $x dirty chunks in slot $2 of $1, clraid examine $3"
+}
 # slots_clean WHEN: after a clean stop of every node, no slot has a dirty
 # bit on any member (else the next assembly resyncs for nothing).
 slots_clean() {
@@ -370,6 +392,7 @@ for f in "${legs[@]}"; do
 done
 dirty=$(slot_dirty "${legs[0]}" "$dslot")
 [ "$dirty" -gt 0 ] || fail "n2 lost power right after its write but its bitmap slot $dslot has no dirty bit"
+cross_dirty "${legs[0]}" "$dslot" "$dirty"
 data "${legs[0]}" "$TESTDIR/leg0"
 data "${legs[1]}" "$TESTDIR/leg1"
 cmp -s "$TESTDIR/leg0" "$TESTDIR/leg1" || fail "the legs differ after the crash before the simulated torn write"
@@ -430,6 +453,7 @@ cdirty=$(slot_dirty "${legs[0]}" "$cslot")
 echo "  $(basename "${legs[0]}"): slot $cslot has $cdirty dirty bits"
 [ "$cdirty" -ge $((CL_NB * CL_BS / (512 * 1024))) ] ||
     fail "member 2 was killed right after writing $((CL_NB * CL_BS / (512 * 1024))) chunks but its slot $cslot has $cdirty dirty bits"
+cross_dirty "${legs[0]}" "$cslot" "$cdirty"
 # expected: what the array held, plus member 2's round on both legs
 head -c $((CL_NB * CL_BS)) /dev/zero | tr '\0' "\\$(printf '%03o' "$p5")" |
     dd of="$TESTDIR/leg0" bs=1M seek=$OFF_CL5 conv=notrunc status=none
