@@ -621,6 +621,12 @@ static int bm_write_locked(struct clr_array *a, struct bm_fail *fails, unsigned 
 
     pthread_mutex_lock(&a->lock);
     b.events = a->sb.events;
+    /* As md (md-bitmap.c, bitmap_endwrite): on a non-degraded array bits
+     * may be cleared from this event on.  Kernel md re-adds a member older
+     * than events_cleared with a full recovery, not from the bitmap.  (Set
+     * at the flush before the writes complete: never below md's value.) */
+    if (!a->degraded && b.events_cleared < b.events)
+        b.events_cleared = b.events;
     for (unsigned i = 0; i < a->nmem; i++) {
         struct arr_member *m = a->mem[i];
 
@@ -663,6 +669,8 @@ static int bm_write_locked(struct clr_array *a, struct bm_fail *fails, unsigned 
         fails[(*nf)++] = (struct bm_fail){ tgt[i], legs[i].res };
     }
     pthread_mutex_lock(&a->bm_lock);
+    if (ok && b.events_cleared > a->bsb.events_cleared)
+        a->bsb.events_cleared = b.events_cleared;
     return ok ? 0 : -EIO;
 }
 

@@ -39,7 +39,6 @@ export top_srcdir top_builddir
 # shellcheck source=tests/lock/cluster-functions.sh
 . "$top_srcdir/tests/lock/cluster-functions.sh"
 clr_enter_ns "$@"
-[ -n "${MDC_XTRACE:-}" ] && set -x
 # shellcheck source=tests/cluster/cluster-engine-functions.sh
 . "$top_srcdir/tests/cluster/cluster-engine-functions.sh"
 # shellcheck source=tests/uml/uml-functions.sh
