@@ -146,10 +146,20 @@ static void clraid_dump_plugin(void)
     printf("clraid_ctl_protocol=%d\n", CLR_CTL_VERSION);
 }
 
+/* Errors go through nbdkit_error; warnings, notices and info (takeovers,
+ * write holds, resyncs: events, never per request) are written to the log
+ * (nbdkit's stderr) as they are, so an operator sees them without
+ * --verbose; only debug needs CLRAID_NBDKIT_VERBOSE. */
 static void clraid_log(void *opaque, int prio, const char *msg)
 {
+    static const char *const level[] = { "emerg", "alert", "crit", "error",
+                                         "warning", "notice", "info", "debug" };
+
+    (void)opaque;
     if (prio <= LOG_ERR)
         nbdkit_error("%s: %s", name, msg);
+    else if (prio <= LOG_INFO)
+        fprintf(stderr, "nbdkit: %s: %s: %s\n", name, level[prio], msg);
     else
         nbdkit_debug("%s: %s", name, msg);
 }
