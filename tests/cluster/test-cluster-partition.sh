@@ -96,8 +96,6 @@ files=$(mkfiles 2 64M)
 # shellcheck disable=SC2086
 "$CLRAID" create --level=1 --raid-devices=2 --nodes=4 --home-cluster=clraidpart \
     --name="$NAME" --bitmap-chunk=512K --assume-clean $files >/dev/null || fail "create"
-# the engine logs below LOG_ERR only with nbdkit --verbose
-export CLRAID_NBDKIT_VERBOSE=1
 for i in 1 2 3; do
     # shellcheck disable=SC2086
     on $i timeout "$T" "$CLRAID" start "$NAME" --lock cpg $files \

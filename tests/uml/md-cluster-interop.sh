@@ -420,9 +420,7 @@ rm -f "$TESTDIR/leg1" "$TESTDIR/clraid.img"
 
 CL_NAME=mdc2
 t0=$(now_ms)
-# the engine logs what it takes over at join as a debug message (nbdkit
-# --verbose)
-CLRAID_NBDKIT_VERBOSE=1 cl_start 1 "${legs[@]}"
+cl_start 1 "${legs[@]}"
 cl_wait 1 '.cluster.slot != null and .sync_action == "idle" and .last_resync != null' 60
 echo "member 1: slot $(cl_st 1 .cluster.slot), resync after start: $(cl_st 1 .last_resync.bytes) bytes in $(($(now_ms) - t0)) ms"
 grep "has no owner" "$(cl_dir 1)/$CL_NAME.log" | sed 's/^/  log: /'
