@@ -16,6 +16,9 @@
  *   bench-handoff N ROLE  ping-pong EX between two members (ROLE a|b)
  *   bcast-send N          broadcast N messages, print median us
  *   bcast-recv SECONDS    receive broadcasts for SECONDS, print count
+ *
+ * LOCK_MEMBER_GO=FILE: after joining, wait until FILE exists (a start
+ * barrier).  A counter FILE under /dev/ is read and written O_DIRECT.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -397,6 +400,9 @@ int main(int argc, char **argv)
 	       clr_ls_our_slot(ls));
 	fflush(stdout);
 	clr_ls_start_dispatch_thread(ls);
+	/* a start barrier for members on several machines */
+	if (getenv("LOCK_MEMBER_GO"))
+		wait_file(getenv("LOCK_MEMBER_GO"), "");
 	argv += optind + 1;
 	argc -= optind + 1;
 	if (!strcmp(argv[0], "counter") && (argc == 3 || argc == 4))

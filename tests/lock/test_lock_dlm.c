@@ -2,7 +2,7 @@
  * Unit tests of the dlm backend's glue against a FAKE libdlm
  * (fake_libdlm.c).  The real kernel DLM is not available on the machine
  * these tests were written on; nothing here proves the backend works
- * against it.
+ * against it (tests/uml/dlm-lock-service.sh does, inside User-Mode Linux).
  */
 #include <errno.h>
 #include <poll.h>
@@ -100,12 +100,48 @@ static void test_async_via_fd(void **state)
 	clr_ls_close(a);
 }
 
+/* Each member claims the first free slotNNNN lock (NOQUEUE EX, then PW
+ * for life with {magic, nodeid, pid} in its LVB); a clean leave zeroes the
+ * LVB and frees the slot for the next joiner. */
+static void test_slots_claimed(void **state)
+{
+	struct clr_ls *a = open_dlm("d3"), *b = open_dlm("d3"), *c;
+	struct clr_lock *probe;
+	static const uint8_t zero[32];
+
+	(void)state;
+	assert_int_equal(clr_ls_our_slot(a), 1);
+	assert_int_equal(clr_ls_our_slot(b), 2);
+	/* a's slot is held: a NOQUEUE probe fails at once */
+	c = open_dlm("d3");
+	assert_int_equal(clr_ls_our_slot(c), 3);
+	probe = clr_lock_create(c, "slot0000", NULL, NULL, NULL);
+	assert_int_equal(clr_lock_sync(probe, CLR_LOCK_EX, CLR_LOCK_F_NOQUEUE | CLR_LOCK_F_VALBLK, 1000),
+			 -EAGAIN);
+	/* the holder's LVB says who holds it: a CR reader sees the magic */
+	assert_int_equal(clr_lock_sync(probe, CLR_LOCK_CR, CLR_LOCK_F_VALBLK, 1000), 0);
+	assert_memory_equal(clr_lock_lvb(probe), "TOLS", 4); /* 0x534c4f54 little-endian */
+	assert_int_equal(clr_unlock_sync(probe, 0, 1000), 0);
+	/* a clean leave zeroes it and frees the slot */
+	clr_ls_close(a);
+	assert_int_equal(clr_lock_sync(probe, CLR_LOCK_EX, CLR_LOCK_F_NOQUEUE | CLR_LOCK_F_VALBLK, 1000), 0);
+	assert_memory_equal(clr_lock_lvb(probe), zero, 32);
+	assert_int_equal(clr_unlock_sync(probe, 0, 1000), 0);
+	clr_lock_destroy(probe);
+	a = open_dlm("d3");
+	assert_int_equal(clr_ls_our_slot(a), 1);
+	clr_ls_close(a);
+	clr_ls_close(b);
+	clr_ls_close(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_no_kernel_dlm),
 		cmocka_unit_test(test_locks_through_libdlm),
 		cmocka_unit_test(test_async_via_fd),
+		cmocka_unit_test(test_slots_claimed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

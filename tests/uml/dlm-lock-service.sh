@@ -40,14 +40,26 @@ wait_for 60 test -e "$W/$other.up" || gfail "$other did not come up"
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # ---- 1. counter: 2 processes per node, N increments each
-t0=$(now_ms)
-"$M" -b dlm -n "$NODE-c1" lsA counter "$(ubd 0)" "$N" >"$W/$NODE-c1.out" 2>&1 &
+# all four join first (LOCK_MEMBER_GO), and none leaves before all are
+# done (the mark files): a lockspace nobody holds forgets its LVBs
+export LOCK_MEMBER_GO="$W/count.go"
+"$M" -b dlm -n "$NODE-c1" lsA counter "$(ubd 0)" "$N" "$W/mark" >"$W/$NODE-c1.out" 2>&1 &
 p1=$!
-"$M" -b dlm -n "$NODE-c2" lsA counter "$(ubd 0)" "$N" >"$W/$NODE-c2.out" 2>&1 &
+"$M" -b dlm -n "$NODE-c2" lsA counter "$(ubd 0)" "$N" "$W/mark" >"$W/$NODE-c2.out" 2>&1 &
 p2=$!
+unset LOCK_MEMBER_GO
+if [ "$NODE" = n1 ]; then
+    wait_for 60 sh -c '[ "$(cat "$0"/n?-c?.out 2>/dev/null | grep -c " joined ")" = 4 ]' "$W" ||
+        gfail "the 4 counter members did not join"
+    t0=$(now_ms)
+    touch "$W/count.go"
+    wait_for 90 sh -c '[ "$(cat "$0"/n?-c?.out 2>/dev/null | grep -c "counter done")" = 4 ]' "$W" ||
+        gfail "the 4 counter members did not finish"
+    r counter_ms $(($(now_ms) - t0))
+    touch "$W/mark.digest" "$W/mark.exit"
+fi
 wait "$p1"; r1=$?
 wait "$p2"; r2=$?
-r counter_ms $(($(now_ms) - t0))
 r counter_rc "$r1 $r2"
 r counter_lvb "$(cat "$W/$NODE-c1.out" "$W/$NODE-c2.out" | grep -o 'lvb_mismatch=[0-9]* lvb_invalid=[0-9]*' | tr '\n' ' ')"
 r slots "$(cat "$W/$NODE-c1.out" "$W/$NODE-c2.out" | sed -n 's/.* joined member=[0-9]* slot=\([0-9]*\).*/\1/p' | tr '\n' ' ')"
@@ -143,7 +155,7 @@ echo "PASS: counter exact: $v1 (4 processes on 2 nodes, $(uml_r n1 counter_ms) m
 for n in n1 n2; do
     [ "$(uml_r $n counter_rc)" = "0 0" ] || fail "$n: counter processes failed: $(uml_r $n counter_rc)"
     case "$(uml_r $n counter_lvb)" in
-    "lvb_mismatch=0 lvb_invalid=0 lvb_mismatch=0 lvb_invalid=0 ") ;;
+    "lvb_mismatch=0 lvb_invalid=0 lvb_mismatch=0 lvb_invalid=0") ;;
     *) fail "$n: the LVB did not carry the counter: $(uml_r $n counter_lvb)" ;;
     esac
 done
