@@ -766,10 +766,15 @@ int clr_lock_kernel_lockspace_live(const char *name)
 		cpg_finalize(h);
 		return -EIO;
 	}
-	while (!found && cpg_iteration_next(it, &d) == CS_OK)
-		found = d.group.length == sizeof(pfx) - 1 + n &&
-			memcmp(d.group.value, pfx, sizeof(pfx) - 1) == 0 &&
+	/* dlm_controld counts the name's NUL in the group's length */
+	while (!found && cpg_iteration_next(it, &d) == CS_OK) {
+		size_t l = d.group.length, want = sizeof(pfx) - 1 + n;
+
+		if (l == want + 1 && d.group.value[want] == 0)
+			l = want;
+		found = l == want && memcmp(d.group.value, pfx, sizeof(pfx) - 1) == 0 &&
 			memcmp(d.group.value + sizeof(pfx) - 1, name, n) == 0;
+	}
 	cpg_iteration_finalize(it);
 	cpg_finalize(h);
 	return found;
