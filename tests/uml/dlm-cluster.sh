@@ -125,9 +125,11 @@ r lost_seen_ms "$(now_ms)"
 wait_s 35 stw '.cluster.recovering == false and .cluster.read_balancing == true and .sync_action == "idle" and .cluster.read_balancing_restored_ms != null' ||
     { keeplog fail; gfail "no recovery: $(st .cluster | tr -d "\n ")"; }
 touch "$W/$NODE.recovered"
+r t_recovered "$(now_ms)"
 wait_s 60 sh -c '[ "$(ls "$0"/n?.recovered | wc -l)" = 2 ]' "$W" || gfail "the other survivor did not recover"
-# the taker has finished its resync too
-wait_s 60 sh -c 'ls "$0"/n?.taken >/dev/null 2>&1' "$W" || true
+# one of the two took the victim's slot over (we, or the other)
+taken_somewhere() { ls "$W"/n?.taken >/dev/null 2>&1 || [ "$(st .cluster.last_takeover)" != null ]; }
+wait_s 60 taken_somewhere || gfail "nobody took the victim's slot over"
 tk=$(st .cluster.last_takeover)
 if [ "$tk" != null ]; then
     wait_s 60 stw '.sync_action == "idle" and .last_resync.ended_ms != null' || gfail "taker: no resync"
@@ -141,17 +143,20 @@ r rb_restored_ms "$(st .cluster.read_balancing_restored_ms)"
 r write_hold "$(st '.cluster.write_hold | tojson')"
 touch "$W/stop"
 wait "$wp"
+r t_writers_stopped "$(now_ms)"
 cp /run/w.log "$W/w.$k.log"
 r failed_writes "$(cl_count "$CL_FAILED" /run/w.log)"
 r acked "$(cl_count '^wrote' /run/w.log)"
 wait_s 60 stw '.sync_action == "idle"' || gfail "not idle"
 r sha "$(nbdcopy "$(cl_uri)" - | sha256sum | cut -c1-16)"
+r t_sha "$(now_ms)"
 if [ "$NODE" = n1 ]; then
     nbdcopy "$(cl_uri)" "$W/img" || gfail "nbdcopy"
     sync
     "$CLRAID" check "$NAME" --wait --run-dir "$RUN" >/dev/null || gfail "check"
     r mismatches "$(st .last_check.mismatches)"
     touch "$W/checked"
+    r t_checked "$(now_ms)"
 fi
 # the victim boots again and rejoins; then everybody stops
 wait_s 100 test -e "$W/n2.rejoined" || gfail "n2 did not rejoin"
@@ -162,6 +167,9 @@ touch "$W/$NODE.done"
 wait_s 60 sh -c '[ "$(ls "$0"/n?.done | wc -l)" = 3 ]' "$W"
 "$CLRAID" stop "$NAME" --run-dir "$RUN" >/dev/null || gfail "stop"
 r stopped 1
+# nobody powers off before all have stopped: two nodes gone is no quorum
+touch "$W/$NODE.stopped"
+wait_s 60 sh -c '[ "$(ls "$0"/n?.stopped | wc -l)" = 3 ]' "$W"
 G
 
 cat >"$W/rejoin.sh" <<'G'
@@ -178,6 +186,9 @@ touch "$W/n2.rejoined" "$W/n2.done"
 wait_s 60 sh -c '[ "$(ls "$0"/n?.done | wc -l)" = 3 ]' "$W"
 "$CLRAID" stop "$NAME" --run-dir "$RUN" >/dev/null || gfail "stop"
 r stopped 1
+# nobody powers off before all have stopped: two nodes gone is no quorum
+touch "$W/$NODE.stopped"
+wait_s 60 sh -c '[ "$(ls "$0"/n?.stopped | wc -l)" = 3 ]' "$W"
 G
 
 t0=$(now_ms)
@@ -204,6 +215,10 @@ for n in n1 n3 n2; do
     uml_wait "$n" 120 || { rc=$?; uml_console_tail "$n"; tail -n 30 "$W/$n".*.engine.log 2>/dev/null; fail "$n: exit $rc"; }
 done
 echo "whole run: $(($(now_ms) - t0)) ms"
+for n in n1 n3; do
+    echo "$n after the kill (ms): recovered $(($(uml_r $n t_recovered) - t_kill)), writers stopped $(($(uml_r $n t_writers_stopped) - t_kill)), read $(($(uml_r $n t_sha) - t_kill))"
+done
+echo "n1 checked $(($(uml_r n1 t_checked) - t_kill)) ms after the kill"
 for n in n1 n3 n2; do echo "--- $n:"; uml_results "$n" | sed 's/^/  /'; done
 
 taker=""
@@ -219,7 +234,11 @@ echo "kill -> recovery started: n1 $(($(uml_r n1 recovery_started_ms) - t_kill))
 echo "kill -> takeover of slot $vslot by $taker: $x_take ms; $(jq -r .dirty_chunks <<<"$tk") dirty chunks ($(jq -r .bytes <<<"$tk") bytes)"
 echo "kill -> read balancing restored: n1 $(($(uml_r n1 rb_restored_ms) - t_kill)) ms, n3 $(($(uml_r n3 rb_restored_ms) - t_kill)) ms"
 echo "kill -> resync done: $x_sync ms ($(jq -r .bytes <<<"$rs") bytes resynced)"
-echo "write hold (n1): $(uml_r n1 write_hold)"
+for n in n1 n3; do
+    wh=$(uml_r $n write_hold)
+    [ "$(jq -r .holds <<<"$wh")" -ge 1 ] || fail "$n: no write hold: a lost node must hold writes until the DLM has recovered ($wh)"
+    echo "$n: writes held from $(($(jq -r .start_ms <<<"$wh") - t_kill)) ms after the kill (MEMBER_LOST) for $(($(jq -r .end_ms <<<"$wh") - $(jq -r .start_ms <<<"$wh"))) ms (until its slot lock was granted: MEMBER_FAILED)"
+done
 [ "$(jq -r .dirty_chunks <<<"$tk")" -gt 0 ] || fail "the victim died mid-write but its bitmap had no dirty chunk"
 for n in n1 n3; do
     [ "$(uml_r $n failed_writes)" = 0 ] || fail "$n: a client write failed"
