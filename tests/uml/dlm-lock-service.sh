@@ -89,12 +89,15 @@ if [ "$NODE" = n1 ]; then
 
     # ---- 4. n2 powered off while it holds N EX: n1 waits for it
     wait_for 30 test -e "$W/nh.holding" || gfail "n2 does not hold N"
+    "$M" -b dlm -n nobs lsD hold O NL >"$W/nobs.out" 2>&1 &
+    po=$!
     "$M" -b dlm -n nw lsD wait N EX >"$W/nw.out" 2>&1 &
     pw=$!
     wait_for 30 grep -q 'joined' "$W/nw.out" || gfail "nw did not join"
+    wait_for 30 grep -q 'granted' "$W/nobs.out" || gfail "nobs did not join"
     touch "$W/nw.waiting"
     # the host powers n2 off; MEMBER_LOST (or FAILED) comes first
-    wait_for 60 grep -q 'event MEMBER_\(LOST\|FAILED\)' "$W/nw.out" || gfail "no event for the lost node"
+    wait_for 60 grep -q 'event MEMBER_\(LOST\|FAILED\)' "$W/nobs.out" || gfail "no event for the lost node"
     t_ev=$(now_ms)
     # a NOQUEUE on a free resource while the lockspace recovers
     "$M" -b dlm -n rt lsD try Z EX >"$W/rt.out" 2>&1
@@ -102,7 +105,14 @@ if [ "$NODE" = n1 ]; then
     wait "$pw"
     r nodedown_wait "$(grep -o 'wait granted rc=[-0-9]* valnotvalid=[0-9]*' "$W/nw.out")"
     r nodedown_grant_after_event_ms $(($(now_ms) - t_ev))
-    r nodedown_events "$(grep -o 'event [A-Z_]* member=[0-9]* slot=[0-9]*' "$W/nw.out" | tr '\n' ';')"
+    wait_for 20 grep -q 'event MEMBER_FAILED' "$W/nobs.out"
+    r nodedown_events "$(grep -o 'event [A-Z_]* member=[0-9]* slot=[0-9]*' "$W/nobs.out" | tr '\n' ';')"
+    tl=$(sed -n 's/.*event MEMBER_LOST.* t=\([0-9]*\).*/\1/p' "$W/nobs.out" | head -n 1)
+    tg=$(sed -n 's/.*wait granted.* t=\([0-9]*\).*/\1/p' "$W/nw.out")
+    tf=$(sed -n 's/.*event MEMBER_FAILED.* t=\([0-9]*\).*/\1/p' "$W/nobs.out" | head -n 1)
+    [ -n "$tl" ] && [ -n "$tg" ] && [ -n "$tf" ] &&
+        r nodedown_ms "lost->grant $(((tg - tl) / 1000)) lost->failed $(((tf - tl) / 1000))"
+    kill "$po"
     dlm_tool ls >"$W/n1.dlm_ls" 2>&1
 else
     # ---- 2. (n2 side)
@@ -114,15 +124,25 @@ else
 
     # ---- 3. (n2 side): wait for K EX, held by a process n1 kills
     wait_for 30 test -e "$W/h.granted" || gfail "no h"
+    # an observer member stays in the lockspace for the events (the
+    # waiter exits at its grant, which may come first)
+    "$M" -b dlm -n obs lsC hold O NL >"$W/obs.out" 2>&1 &
+    po=$!
     "$M" -b dlm -n w lsC wait K EX >"$W/w.out" 2>&1 &
     pw=$!
     wait_for 30 grep -q 'joined' "$W/w.out" || gfail "w did not join"
+    wait_for 30 grep -q 'granted' "$W/obs.out" || gfail "obs did not join"
     sleep 0.3
     r procdown_blocked_before "$(grep -c 'wait granted' "$W/w.out")"
     touch "$W/w.started"
     wait "$pw"
     r procdown_wait "$(grep -o 'wait granted rc=[-0-9]* valnotvalid=[0-9]*' "$W/w.out")"
-    r procdown_events "$(grep -o 'event [A-Z_]* member=[0-9]* slot=[0-9]*' "$W/w.out" | tr '\n' ';')"
+    wait_for 20 grep -q 'event MEMBER_FAILED' "$W/obs.out"
+    r procdown_events "$(grep -o 'event [A-Z_]* member=[0-9]* slot=[0-9]*' "$W/obs.out" | tr '\n' ';')"
+    tg=$(sed -n 's/.*wait granted.* t=\([0-9]*\).*/\1/p' "$W/w.out")
+    tf=$(sed -n 's/.*event MEMBER_FAILED.* t=\([0-9]*\).*/\1/p' "$W/obs.out" | head -n 1)
+    [ -n "$tg" ] && [ -n "$tf" ] && r procdown_failed_minus_grant_ms $(((tf - tg) / 1000))
+    kill "$po"
 
     # ---- 4. (n2 side): hold N EX until the host powers us off
     "$M" -b dlm -n nh lsD hold N EX >"$W/nh.out" 2>&1 &
@@ -173,7 +193,7 @@ esac
 echo "PASS: BAST delivered, PR granted after the yield; libdlm reports: $(uml_r n1 yield_bast) (libdlm's callback carries no mode)"
 
 [ "$(uml_r n2 procdown_blocked_before)" = 0 ] || fail "the waiter was granted while the holder lived"
-echo "holder process killed: $(uml_r n2 procdown_wait); events: $(uml_r n2 procdown_events)"
+echo "holder process killed: $(uml_r n2 procdown_wait); events: $(uml_r n2 procdown_events); MEMBER_FAILED - grant: $(uml_r n2 procdown_failed_minus_grant_ms) ms"
 case "$(uml_r n2 procdown_wait)" in "wait granted rc=0 "*) ;; *) fail "waiter after the kill" ;; esac
 case "$(uml_r n2 procdown_events)" in
 *"MEMBER_FAILED member="*" slot=1;"*) ;;
@@ -182,7 +202,8 @@ esac
 echo "PASS: a killed holder's EX went to the waiter, MEMBER_FAILED named its slot"
 
 echo "node n2 powered off: $(uml_r n1 nodedown_wait), $(uml_r n1 nodedown_grant_after_event_ms) ms after the first event; events: $(uml_r n1 nodedown_events)"
-echo "NOQUEUE on a free resource during recovery: $(uml_r n1 recovery_try)"
+echo "node lost (ms, one node's monotonic clock): $(uml_r n1 nodedown_ms)"
+echo "a new member's NOQUEUE on a free resource right after MEMBER_LOST: $(uml_r n1 recovery_try)"
 case "$(uml_r n1 nodedown_wait)" in "wait granted rc=0 "*) ;; *) fail "waiter after the power-off" ;; esac
 case "$(uml_r n1 nodedown_events)" in
 *"MEMBER_LOST member="*" slot=1;"*"MEMBER_FAILED member="*" slot=1;"*) ;;
