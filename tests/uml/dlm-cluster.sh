@@ -221,6 +221,27 @@ done
 echo "n1 checked $(($(uml_r n1 t_checked) - t_kill)) ms after the kill"
 for n in n1 n3 n2; do echo "--- $n:"; uml_results "$n" | sed 's/^/  /'; done
 
+# the kernel's own check of what the three engines left: one node alone,
+# kernel md-cluster over its own one-node corosync and the DLM
+cat >"$W/mdcheck.sh" <<'G'
+. "$UML_LIB/guest-functions.sh"
+CLUSTER=clraiddlm; UML_NODES=n1:127.0.0.1; NODE=n1
+guest_corosync
+guest_dlm
+modload raid1 md-cluster
+mdadm --assemble /dev/md0 "$(ubd 0)" "$(ubd 1)" >/dev/null 2>&1 || gfail "mdadm --assemble"
+mdadm --readwrite /dev/md0 2>/dev/null
+echo check >/sys/block/md0/md/sync_action || gfail "check"
+wait_for 60 grep -qx idle /sys/block/md0/md/sync_action || gfail "the check did not end"
+r md_mismatch_cnt "$(cat /sys/block/md0/md/mismatch_cnt)"
+r md_last_action "$(cat /sys/block/md0/md/last_sync_action)"
+r md_level "$(cat /sys/block/md0/md/level) $(sed -n 's/^md0 : //p' /proc/mdstat)"
+mdadm --stop /dev/md0 >/dev/null 2>&1
+G
+uml_run mdcheck "$W/mdcheck.sh" "$TESTDIR/a.img" "$TESTDIR/b.img" ||
+    { uml_console_tail mdcheck; fail "kernel md check: exit $?"; }
+echo "kernel md-cluster (one node) assembled it: $(uml_r mdcheck md_level); check: mismatch_cnt $(uml_r mdcheck md_mismatch_cnt)"
+
 taker=""
 for n in n1 n3; do [ -n "$(uml_r $n takeover)" ] && taker=$n; done
 [ -n "$taker" ] || fail "no survivor took the victim's slot over"
@@ -261,6 +282,9 @@ cl_verify "$W/img" "$TESTDIR/expected" "${exps[@]}" || fail "data differs from t
 echo "ok: every block holds its last acknowledged write (victim's in-flight block: old or new)"
 [ "$(uml_r n1 mismatches)" = 0 ] || fail "check: $(uml_r n1 mismatches) mismatches"
 echo "ok: clraid check (cluster, on n1): 0 mismatches"
+[ "$(uml_r mdcheck md_last_action)" = check ] || fail "kernel md: last_sync_action $(uml_r mdcheck md_last_action), not check"
+[ "$(uml_r mdcheck md_mismatch_cnt)" = 0 ] || fail "kernel md check after the run: mismatch_cnt $(uml_r mdcheck md_mismatch_cnt)"
+echo "ok: kernel md check after the run: mismatch_cnt 0"
 [ "$(uml_r n2 members_after_rejoin)" = 3 ] || [ "$(uml_r n1 members_after_rejoin)" = 3 ] || fail "members after the rejoin"
 echo "ok: n2 rejoined in $(uml_r n2 rejoin_ms) ms as slot $(uml_r n2 slot)"
 for n in n1 n2 n3; do [ "$(uml_r $n stopped)" = 1 ] || fail "$n did not stop cleanly"; done
