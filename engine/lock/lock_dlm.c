@@ -122,6 +122,12 @@ struct dlm_be {
 	struct lost lost[MAX_LOST];
 	int nlost;
 	bool announce, done_owed;
+	/* test hook input (clr_lock_dlm_test_left), under ls->mu */
+	struct {
+		uint32_t nodeid, pid;
+		int slot, reason;
+	} inject[8];
+	int ninject;
 };
 
 static struct dlm_be *dbe(struct clr_ls *ls)
@@ -320,6 +326,34 @@ static bool slot_accounted(struct dlm_be *be, unsigned s)
 	return false;
 }
 
+/* Member (nodeid, pid) left the group for @reason (CPG_REASON_*); @slot
+ * as it announced it (0: never). */
+static void member_left(struct dlm_be *be, uint32_t nodeid, uint32_t pid, int slot, int reason)
+{
+	struct lost *l;
+
+	/* a clean leave zeroed and released its slot itself */
+	if (reason == CPG_REASON_LEAVE || be->nlost >= MAX_LOST)
+		return;
+	l = &be->lost[be->nlost++];
+	*l = (struct lost){ .nodeid = nodeid, .pid = pid, .slot = slot,
+			    .since = clr_lock_now_ms() };
+	/* its node left the membership: it may still be writing until the
+	 * DLM has recovered (and dlm_controld fenced it) */
+	if (reason != CPG_REASON_PROCDOWN && slot)
+		emit(be, CLR_LS_EV_MEMBER_LOST, nodeid, pid, slot);
+}
+
+/* After a membership change: DONE now, or once every lost member is
+ * confirmed (DONE ends the caller's write hold). */
+static void change_end(struct dlm_be *be)
+{
+	if (!be->nlost)
+		emit(be, CLR_LS_EV_DONE, 0, 0, 0);
+	else
+		be->done_owed = true;
+}
+
 static void dlm_cpg_deliver(cpg_handle_t h, const struct cpg_name *g, uint32_t nodeid,
 			    uint32_t pid, void *msg, size_t len)
 {
@@ -374,27 +408,14 @@ static void dlm_cpg_confchg(cpg_handle_t h, const struct cpg_name *g,
 		return;
 	emit(be, CLR_LS_EV_PREP, 0, 0, 0);
 	for (size_t i = 0; i < nl; i++) {
-		struct lost *l;
 		int slot = 0;
 
 		for (int j = 0; j < nold; j++)
 			if (old[j].nodeid == left[i].nodeid && old[j].pid == left[i].pid)
 				slot = old[j].slot;
-		/* a clean leave zeroed and released its slot itself */
-		if (left[i].reason == CPG_REASON_LEAVE || be->nlost >= MAX_LOST)
-			continue;
-		l = &be->lost[be->nlost++];
-		*l = (struct lost){ .nodeid = left[i].nodeid, .pid = left[i].pid, .slot = slot,
-				    .since = clr_lock_now_ms() };
-		/* its node left the membership: it may still be writing until
-		 * the DLM has recovered (and dlm_controld fenced it) */
-		if (left[i].reason != CPG_REASON_PROCDOWN && slot)
-			emit(be, CLR_LS_EV_MEMBER_LOST, l->nodeid, l->pid, slot);
+		member_left(be, left[i].nodeid, left[i].pid, slot, (int)left[i].reason);
 	}
-	if (!be->nlost)
-		emit(be, CLR_LS_EV_DONE, 0, 0, 0);
-	else
-		be->done_owed = true;
+	change_end(be);
 }
 
 static cpg_model_v1_data_t dlm_cpg_model = {
@@ -511,7 +532,19 @@ static void lost_work(struct dlm_be *be)
 			l->timeout_sent = true;
 			emit(be, CLR_LS_EV_FENCE_TIMEOUT, l->nodeid, l->pid, l->slot);
 		}
-		if (lost_step(be, l))
+		bool fin = false;
+
+		/* go on while a step ends without a request in flight (a busy
+		 * slot skipped, a probe released): no wake-up would come */
+		for (int k = 0; k <= 2 * SLOT_MAX && !fin; k++) {
+			enum lost_phase ph = l->phase;
+			unsigned cur = l->cursor;
+
+			fin = lost_step(be, l);
+			if (l->phase != LOST_IDLE || (ph == LOST_IDLE && l->cursor == cur))
+				break;
+		}
+		if (fin)
 			lost_remove(be, i);
 		else
 			i++;
@@ -551,6 +584,49 @@ static int cpg_go(struct dlm_be *be)
 	return 0;
 }
 
+static void inject_work(struct dlm_be *be)
+{
+	int n;
+	__typeof__(be->inject) in;
+
+	pthread_mutex_lock(&be->ls->mu);
+	n = be->ninject;
+	memcpy(in, be->inject, sizeof(in));
+	be->ninject = 0;
+	pthread_mutex_unlock(&be->ls->mu);
+	if (!n)
+		return;
+	emit(be, CLR_LS_EV_PREP, 0, 0, 0);
+	for (int i = 0; i < n; i++)
+		member_left(be, in[i].nodeid, in[i].pid, in[i].slot, in[i].reason);
+	change_end(be);
+}
+
+int clr_lock_dlm_test_left(struct clr_ls *ls, uint32_t nodeid, uint32_t pid, int slot,
+			   bool nodedown)
+{
+	struct dlm_be *be = dbe(ls);
+	uint64_t one = 1;
+	int rc = -ENOSPC;
+
+	if (!be || ls->ops != &clr_lock_backend_dlm)
+		return -EINVAL;
+	pthread_mutex_lock(&ls->mu);
+	if (be->ninject < (int)(sizeof(be->inject) / sizeof(be->inject[0]))) {
+		be->inject[be->ninject].nodeid = nodeid;
+		be->inject[be->ninject].pid = pid;
+		be->inject[be->ninject].slot = slot;
+		be->inject[be->ninject].reason = nodedown ? CPG_REASON_NODEDOWN : CPG_REASON_PROCDOWN;
+		be->ninject++;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&ls->mu);
+	if (write(be->wake_fd, &one, sizeof(one)) < 0) {
+		/* the poll timeout wakes it anyway */
+	}
+	return rc;
+}
+
 static void *dlm_thread(void *arg)
 {
 	struct dlm_be *be = arg;
@@ -585,6 +661,7 @@ static void *dlm_thread(void *arg)
 				be->cpg_ok = false;
 			}
 		}
+		inject_work(be);
 		announce_work(be);
 		lost_work(be);
 	}
