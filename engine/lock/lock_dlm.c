@@ -20,7 +20,9 @@
  *     when its device closes: the same grant, MEMBER_FAILED only;
  *   - clean leave: the leaver zeroed and released its slot: nothing;
  *   - died before announcing: its slot is found by a NOQUEUE sweep (a
- *     granted slot with our magic in the LVB, or VALNOTVALID).
+ *     granted slot with our magic in the LVB, or VALNOTVALID: every
+ *     member holds NL with VALBLK on every other slot, so the kernel keeps
+ *     a slot's LVB and marks it not valid when its PW holder's node dies).
  * Our bitmapNNNN locks are md's (engine/cluster/mdc.c takes them), never
  * ours: the backend must not conflict with its own caller.
  *
@@ -112,8 +114,11 @@ struct dlm_be {
 	struct cpg_name group;
 	uint32_t nodeid, pid;
 	int nmembers; /* CPG group size at the last confchg (ls->mu) */
-	/* ours: the slot lock (held PW for life) */
+	/* ours: the slot lock (held PW for life), and NL on every other slot
+	 * so that the kernel keeps their value blocks and marks them
+	 * VALNOTVALID when a holder's node dies (recover_lvb) */
 	struct ilk slot;
+	struct ilk watch[SLOT_MAX];
 	unsigned slot_no;
 	bool slot_held;
 	/* our thread's only (CPG and DLM callbacks run there) */
@@ -270,6 +275,9 @@ static int claim_slot(struct dlm_be *be, unsigned timeout_ms)
 			return rc;
 		be->slot_held = true;
 		be->ls->our_slot = (int)s + 1;
+		for (unsigned w = 0; w < SLOT_MAX; w++)
+			if (w != s && ilk_lock(be, &be->watch[w], w, LKM_NLMODE, LKF_VALBLK))
+				break; /* only the sweep's VALNOTVALID test needs them */
 		return 0;
 	}
 	return -ENOSPC;
