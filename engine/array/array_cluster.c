@@ -1290,7 +1290,7 @@ static void *rec_main(void *arg)
 
 /* Our lockspace name.  The dlm backend's is "clraid-<uuid>", not the
  * plain dashed UUID that kernel md-cluster names its lockspace with
- * (drivers/md/md-cluster.c: "%pU" of the array UUID): a kernel lockspace
+ * ("%pU" of the array UUID, doc/cluster.md): a kernel lockspace
  * has 64-byte LVBs, a user-space one 32, and the DLM refuses to recover a
  * lockspace whose members disagree, so the two never share one.  The cpg
  * backend keeps the UUID (its groups are named apart already). */

@@ -116,7 +116,7 @@ struct dlm_be {
 	int nmembers; /* CPG group size at the last confchg (ls->mu) */
 	/* ours: the slot lock (held PW for life), and NL on every other slot
 	 * so that the kernel keeps their value blocks and marks them
-	 * VALNOTVALID when a holder's node dies (recover_lvb) */
+	 * VALNOTVALID when a holder's node dies (doc/cluster.md) */
 	struct ilk slot;
 	struct ilk watch[SLOT_MAX];
 	unsigned slot_no;
