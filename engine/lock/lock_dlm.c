@@ -728,6 +728,18 @@ static int dlm_backend_open(struct clr_ls *ls, const struct clr_ls_config *cfg)
 	be->dls = dlm_new_lockspace(cfg->name, 0600, 0);
 	if (be->dls) {
 		be->created = true;
+	} else if (errno == ENOENT) {
+		/* made in the kernel, but its device node (devtmpfs, made
+		 * asynchronously) was not there yet when libdlm opened it: seen
+		 * in UML under load.  Open it once it appears; ours to release. */
+		uint64_t end = clr_lock_now_ms() + cfg->join_timeout_ms;
+
+		while (!be->dls && errno == ENOENT && clr_lock_now_ms() < end) {
+			usleep(100000);
+			errno = 0;
+			be->dls = dlm_open_lockspace(cfg->name);
+		}
+		be->created = be->dls != NULL;
 	} else {
 		errno = 0;
 		be->dls = dlm_open_lockspace(cfg->name);
