@@ -22,7 +22,8 @@
  *   - died before announcing: its slot is found by a NOQUEUE sweep (a
  *     granted slot with our magic in the LVB, or VALNOTVALID: every
  *     member holds NL with VALBLK on every other slot, so the kernel keeps
- *     a slot's LVB and marks it not valid when its PW holder's node dies).
+ *     a slot's LVB; best effort for a node lost that early, as the kernel
+ *     does not always mark it not valid, see doc/cluster.md).
  * Our bitmapNNNN locks are md's (engine/cluster/mdc.c takes them), never
  * ours: the backend must not conflict with its own caller.
  *
@@ -115,8 +116,8 @@ struct dlm_be {
 	uint32_t nodeid, pid;
 	int nmembers; /* CPG group size at the last confchg (ls->mu) */
 	/* ours: the slot lock (held PW for life), and NL on every other slot
-	 * so that the kernel keeps their value blocks and marks them
-	 * VALNOTVALID when a holder's node dies (doc/cluster.md) */
+	 * so that the kernel keeps their value blocks (and may mark them
+	 * VALNOTVALID when a holder's node dies, doc/cluster.md) */
 	struct ilk slot;
 	struct ilk watch[SLOT_MAX];
 	unsigned slot_no;
