@@ -2,9 +2,10 @@
 # pcs recipe: a clraid array with the DLM lock backend (ocf:pacemaker:controld), a GFS2
 # file system clone on top, fencing, on every node of the cluster.
 #
-# NOTE: in this release the engine refuses lock=dlm for shared arrays (it
-# cannot yet map a failed node to its bitmap slot for the takeover); use
-# pcs-clraid-cpg.sh.  This recipe stays for the layout it shows.
+# lock=dlm: each engine claims a bitmap slot with a DLM lock of its own and
+# the survivors take a dead node's slot over once the DLM has recovered
+# (after dlm_controld fenced it); see doc/cluster.md.  It was run in
+# User-Mode Linux (tests/uml/dlm-cluster.sh), not yet under this recipe.
 #
 #   usage: pcs-clraid-dlm.sh CIB_FILE
 #

@@ -1288,17 +1288,33 @@ static void *rec_main(void *arg)
 
 /* ---- start / stop ---- */
 
+/* Our lockspace name.  The dlm backend's is "clraid-<uuid>", not the
+ * plain dashed UUID that kernel md-cluster names its lockspace with
+ * ("%pU" of the array UUID, doc/cluster.md): a kernel lockspace
+ * has 64-byte LVBs, a user-space one 32, and the DLM refuses to recover a
+ * lockspace whose members disagree, so the two never share one.  The cpg
+ * backend keeps the UUID (its groups are named apart already). */
+static void cl_lsname(const struct clr_array *a, char out[48])
+{
+    char u[37];
+
+    clr_uuid_format_dashed(a->sb.set_uuid, u);
+    snprintf(out, 48, "%s%s", strcmp(a->lock_backend, "dlm") == 0 ? "clraid-" : "", u);
+}
+
 int clr_arr_cl_check_config(const struct clr_array *a, struct clr_err *e)
 {
+    char u[37];
+
     if (!a->cluster)
         return 0;
-    /* The dlm backend cannot tell which bitmap slot a failed node held
-     * (libdlm exports no DLM slots, lock_dlm.c ranks CPG members instead),
-     * so a dead node's dirty regions would never be taken over and read
-     * balancing would come back over them. */
-    if (strcmp(a->lock_backend, "dlm") == 0)
-        return clr_err_set(e, -EOPNOTSUPP, "'%s': --lock dlm cannot yet map a failed node to its bitmap slot, so it cannot take over and resync what that node left dirty; use --lock cpg",
-                           a->name);
+    /* A kernel md-cluster node runs this array: its dlm_controld is in
+     * the CPG group "dlm:ls:<uuid>" (doc/cluster.md, "No live mixing with
+     * kernel md-cluster").  Checked before anything is written. */
+    clr_uuid_format_dashed(a->sb.set_uuid, u);
+    if (strcmp(a->lock_backend, "local") != 0 && clr_lock_kernel_lockspace_live(u) > 0)
+        return clr_err_set(e, -EBUSY, "'%s': a kernel md-cluster node has this array assembled (DLM lockspace %s is live in the cluster); clraid cannot share a live array with kernel md-cluster (32- vs 64-byte LVBs): stop it there (mdadm --stop) first",
+                           a->name, u);
     if (a->g.pers->has_parity)
         return clr_err_set(e, -EOPNOTSUPP, "'%s' is %s: clustered RAID5/6 needs the stripe-lock protocol, not in this release; start it with --lock local on one node",
                            a->name, a->g.pers->name);
@@ -1434,7 +1450,7 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
     struct clr_ls_config lc = { 0 };
     struct clr_mdc_config mc = { 0 };
     struct arr_cluster *cl;
-    char lsname[37];
+    char lsname[48];
     int rc, slot;
     unsigned nodes;
     uint64_t win;
@@ -1449,7 +1465,7 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
     pthread_mutex_init(&cl->mu, NULL);
     pthread_cond_init(&cl->cond, NULL);
     a->cl = cl;
-    clr_uuid_format_dashed(a->sb.set_uuid, lsname);
+    cl_lsname(a, lsname);
     lc.backend = a->lock_backend;
     lc.name = lsname;
     lc.event = cl_event;

@@ -250,6 +250,14 @@ const char *clr_lock_name(const struct clr_lock *lk);
 /** The lockspace of a lock object. */
 struct clr_ls *clr_lock_ls(const struct clr_lock *lk);
 
+/**
+ * Is a kernel DLM lockspace named @name live anywhere in the corosync
+ * cluster?  dlm_controld joins the CPG group "dlm:ls:<name>" on every node
+ * that has it (kernel md-cluster names its lockspace by the array UUID).
+ * @return 1 yes, 0 no, -errno if it cannot tell (no corosync).
+ */
+int clr_lock_kernel_lockspace_live(const char *name);
+
 /** DLM compatibility matrix: true if @a and @b may be granted together. */
 bool clr_lock_modes_compat(int a, int b);
 /** "NL".."EX", "IV" for CLR_LOCK_IV, "?" otherwise. */

@@ -143,6 +143,16 @@ int clr_lock_local_kill(struct clr_ls *ls);
  */
 int clr_lock_local_lose(struct clr_ls *ls);
 
+/**
+ * Test hook of the dlm backend: as if CPG reported member (@nodeid, @pid)
+ * gone, its node lost (@nodedown) or only its process (else), with the
+ * slot it announced (@slot, 1-based; 0: it never announced).  The backend
+ * then works as for a real departure (MEMBER_LOST, slot lock probes,
+ * MEMBER_FAILED, DONE).
+ */
+int clr_lock_dlm_test_left(struct clr_ls *ls, uint32_t nodeid, uint32_t pid, int slot,
+			   bool nodedown);
+
 /** Backend's state digest (0 if it has none): tests compare members. */
 uint64_t clr_ls_debug_digest(struct clr_ls *ls);
 

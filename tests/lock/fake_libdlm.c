@@ -118,6 +118,16 @@ static void fake_emit(void *arg, const struct clr_lt_effect *e)
 	}
 }
 
+void fake_dlm_crash_newest(void)
+{
+	pthread_mutex_lock(&fake_mu);
+	if (fake_all && fake_table) {
+		clr_lt_remove_owner(fake_table, fake_all->owner, true, fake_emit, NULL);
+		fake_all->owner = fake_next_owner++; /* a fresh, lock-less identity */
+	}
+	pthread_mutex_unlock(&fake_mu);
+}
+
 static dlm_lshandle_t fake_open(const char *name)
 {
 	struct fake_ls *f;

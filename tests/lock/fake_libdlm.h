@@ -15,4 +15,9 @@ void fake_dlm_set_unavailable(bool unavailable);
 /** Number of dlm_ls_lock() calls seen (for tests). */
 int fake_dlm_lock_calls(void);
 
+/** The most recently opened lockspace handle dies without unlocking (its
+ *  process or node): its locks go, PW/EX LVBs are marked not valid, its
+ *  waiters... are granted; the handle keeps working with no locks. */
+void fake_dlm_crash_newest(void);
+
 #endif

@@ -16,8 +16,12 @@
  *   bench-handoff N ROLE  ping-pong EX between two members (ROLE a|b)
  *   bcast-send N          broadcast N messages, print median us
  *   bcast-recv SECONDS    receive broadcasts for SECONDS, print count
+ *
+ * LOCK_MEMBER_GO=FILE: after joining, wait until FILE exists (a start
+ * barrier).  A counter FILE under /dev/ is read and written O_DIRECT.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -115,16 +119,22 @@ static int cmd_counter(struct clr_ls *ls, const char *file, long n,
 		       const char *mark)
 {
 	struct clr_lock *lk = clr_lock_create(ls, "counter", NULL, NULL, NULL);
-	int fd = open(file, O_RDWR);
+	/* a block device shared by several (virtual) machines: each has its
+	 * own page cache, so go around it */
+	bool dev = strncmp(file, "/dev/", 5) == 0;
+	int fd = open(file, O_RDWR | (dev ? O_DIRECT : 0));
 	long mismatch = 0, invalid = 0;
+	char *buf = NULL;
 	int rc;
+
+	if (posix_memalign((void **)&buf, 4096, 4096))
+		return 1;
 
 	if (!lk || fd < 0 || clr_lock_sync(lk, CLR_LOCK_NL, 0, TMO)) {
 		perror("counter setup");
 		return 1;
 	}
 	for (long i = 0; i < n; i++) {
-		char buf[32] = { 0 };
 		long v, lv;
 		uint8_t *lvb = clr_lock_lvb(lk);
 
@@ -133,8 +143,10 @@ static int cmd_counter(struct clr_ls *ls, const char *file, long n,
 			fprintf(stderr, "%s: EX failed: %s\n", me, strerror(-rc));
 			return 1;
 		}
-		if (pread(fd, buf, sizeof(buf) - 1, 0) < 0)
+		memset(buf, 0, 4096);
+		if (pread(fd, buf, dev ? 4096 : 31, 0) < 0)
 			return 1;
+		buf[31] = 0;
 		v = strtol(buf, NULL, 10);
 		memcpy(&lv, lvb, sizeof(lv));
 		if (clr_lock_sb_flags(lk) & CLR_LOCK_SB_VALNOTVALID)
@@ -142,8 +154,8 @@ static int cmd_counter(struct clr_ls *ls, const char *file, long n,
 		else if (lv != v)
 			mismatch++;
 		v++;
-		snprintf(buf, sizeof(buf), "%-20ld\n", v);
-		if (pwrite(fd, buf, strlen(buf), 0) < 0)
+		snprintf(buf, 32, "%-20ld\n", v);
+		if (pwrite(fd, buf, dev ? 4096 : strlen(buf), 0) < 0)
 			return 1;
 		memcpy(lvb, &v, sizeof(v));
 		rc = clr_lock_sync(lk, CLR_LOCK_NL, CLR_LOCK_F_VALBLK, TMO);
@@ -155,6 +167,7 @@ static int cmd_counter(struct clr_ls *ls, const char *file, long n,
 	printf("%s ok counter done lvb_mismatch=%ld lvb_invalid=%ld\n", me, mismatch, invalid);
 	fflush(stdout);
 	close(fd);
+	free(buf);
 	clr_unlock_sync(lk, 0, TMO);
 	clr_lock_destroy(lk);
 	if (mark) {
@@ -387,6 +400,9 @@ int main(int argc, char **argv)
 	       clr_ls_our_slot(ls));
 	fflush(stdout);
 	clr_ls_start_dispatch_thread(ls);
+	/* a start barrier for members on several machines */
+	if (getenv("LOCK_MEMBER_GO"))
+		wait_file(getenv("LOCK_MEMBER_GO"), "");
 	argv += optind + 1;
 	argc -= optind + 1;
 	if (!strcmp(argv[0], "counter") && (argc == 3 || argc == 4))

@@ -2,7 +2,10 @@
 # User-Mode Linux instances that boot over our member files
 # (uml-functions.sh; they SKIP where UML cannot run).
 UML_TESTS = \
+	tests/uml/dlm-cluster.sh \
 	tests/uml/md-cluster-interop.sh \
+	tests/uml/dlm-lock-service.sh \
+	tests/uml/dlm-mdcluster-refusal.sh \
 	tests/uml/uml-harness.sh
 TESTS += $(UML_TESTS)
 dist_check_SCRIPTS += $(UML_TESTS)

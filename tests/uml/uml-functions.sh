@@ -229,14 +229,14 @@ _uml_pids() {
 # uml_kill NAME: power loss, at once: SIGKILL every process of NAME.
 uml_kill() {
     local p
-    for p in $(_uml_pids "$1"); do kill -9 "$p" 2>/dev/null; done
+    for p in $(_uml_pids "$1"); do kill -9 "$p" 2>/dev/null || true; done
     uml_reap "$1"
 }
 
 # uml_reap NAME: make sure nothing of NAME is left running.
 uml_reap() {
     local p i=0
-    for p in $(_uml_pids "$1"); do kill -9 "$p" 2>/dev/null; done
+    for p in $(_uml_pids "$1"); do kill -9 "$p" 2>/dev/null || true; done
     while [ -n "$(_uml_pids "$1" | while read -r p; do kill -0 "$p" 2>/dev/null && echo "$p"; done)" ]; do
         i=$((i + 1))
         [ "$i" -lt 100 ] || break
