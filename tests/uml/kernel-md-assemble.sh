@@ -30,22 +30,36 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 : "${top_srcdir:=$(cd "$here/../.." && pwd)}"
 : "${top_builddir:=$top_srcdir}"
-# shellcheck source=tests/engine/engine-functions.sh
-. "$top_srcdir/tests/engine/engine-functions.sh"
-# shellcheck source=tests/uml/uml-functions.sh
-. "$top_srcdir/tests/uml/uml-functions.sh"
-requires mdadm
-requires openssl
-uml_init
+export top_srcdir top_builddir
+if [ -n "${KMD_CPG_OUT:-}" ]; then
+    # the helper run that makes the arrays of two --lock cpg engines (see
+    # cpg_prep): in private namespaces, with a private corosync
+    # shellcheck source=tests/lock/cluster-functions.sh
+    . "$top_srcdir/tests/lock/cluster-functions.sh"
+    clr_enter_ns "$@"
+    # shellcheck source=tests/cluster/cluster-engine-functions.sh
+    . "$top_srcdir/tests/cluster/cluster-engine-functions.sh"
+else
+    # shellcheck source=tests/engine/engine-functions.sh
+    . "$top_srcdir/tests/engine/engine-functions.sh"
+    # shellcheck source=tests/uml/uml-functions.sh
+    . "$top_srcdir/tests/uml/uml-functions.sh"
+    requires mdadm
+    requires openssl
+    requires corosync
+    uml_init
+fi
 T0=$(date +%s%N)
 ms() { echo $((($(date +%s%N) - T0) / 1000000)); }
 
 SEED=${KMD_SEED:-$RANDOM}
-echo "pattern seed $SEED (KMD_SEED=$SEED to repeat)"
-# The home cluster of the clustered arrays = the guest corosync's name.
-CLUSTER=kmdcl
+export KMD_SEED=$SEED
+[ -n "${KMD_CPG_OUT:-}" ] || echo "pattern seed $SEED (KMD_SEED=$SEED to repeat)"
+# The home cluster of the clustered arrays: the name of the host's test
+# corosync (tests/lock/cluster-functions.sh) and of the guest's.
+CLUSTER=clraidlocktest
 export UML_CLUSTER=$CLUSTER
-W=$TESTDIR/w
+W=${KMD_CPG_OUT:-$TESTDIR/w}
 mkdir -p "$W"
 
 # pattern KEY BYTES: deterministic bytes from SEED and KEY on stdout.
@@ -62,7 +76,11 @@ export_sha() { timeout "$T" nbdcopy "$(uri "$1")" - | shaof; }
 #          spare (fail and remove, rebuild onto new files; RAID6 two) |
 #          crash (kill -9 mid-write, restart, resync, stop) |
 #          kcrash (kill -9 mid-write, left dirty for the kernel to resync) |
-#          corrupt (negative control: a member's data altered on the host)
+#          corrupt (negative control: a member's data altered on the host) |
+#          cpg (two engines --lock cpg, bitmap slots 0 and 1, each writes
+#          half, both stop) | cpgcrash (the same, then the engine of slot 0
+#          stops and that of slot 1 gets a kill -9 mid-write: the kernel
+#          must take slot 1's dirty bits over and resync them)
 CONFIGS="
 r1a  1  2 -                 -    5 1 plain
 r1b  1  3 -                 -    7 1 readd
@@ -94,16 +112,18 @@ c2   10 4 n2                64   5 3 plain
 c3   1  2 -                 -    7 4 crash
 c4   10 2 n2                256  5 2 readd
 c5   1  2 -                 -    5 2 kcrash
+g1   1  2 -                 -    5 2 cpg
+g2   10 2 n2                64   5 3 cpgcrash
 "
 # reverse: name level members "mdadm options" memberMiB clustered(0/1)
 REVERSE="
 m1 1  2 --bitmap-chunk=1M                                     5 0
-m2 10 4 --layout=n2,--chunk=64                                5 0
+m2 10 4 --layout=n2,--chunk=64,--assume-clean                 5 0
 m3 10 3 --layout=f2,--chunk=128,--bitmap-chunk=256K          5 0
-m4 10 4 --layout=o2,--chunk=32                                5 0
+m4 10 4 --layout=o2,--chunk=32,--assume-clean                 5 0
 m5 5  4 --layout=left-symmetric,--chunk=32                    5 0
-m6 5  3 --layout=parity-first,--chunk=256                     5 0
-m7 6  5 --chunk=128,--bitmap-chunk=512K                       5 0
+m6 5  3 --layout=parity-first,--chunk=256,--assume-clean      5 0
+m7 6  5 --chunk=128,--bitmap-chunk=512K,--assume-clean        5 0
 m8 1  2 --bitmap-chunk=1M,--nodes=2                           5 1
 m9 10 2 --layout=n2,--chunk=64,--nodes=2                      5 1
 "
@@ -266,6 +286,74 @@ forward_end() {
     echo "host: $name raid$level x$n layout=$layout chunk=$chunk ${mib}MiB nodes=$nodes $event: $size bytes sha $sha ($(ms) ms)"
 }
 
+# cpg_prep NAME LEVEL N LAYOUT CHUNK MIB NODES EVENT: (in the helper run)
+# an array run by two engines with --lock cpg on the private corosync.
+cpg_prep() {
+    local name=$1 level=$2 n=$3 layout=$4 chunk=$5 mib=$6 nodes=$7 event=$8
+    local files opts size half off k i sha cmds=""
+    local -a m
+    CL_NAME=$name
+    files=$(members "$name" "$n" "$mib")
+    read -r -a m <<<"$files"
+    opts="--level=$level --raid-devices=$n --nodes=$nodes --name=$name --bitmap-chunk=128 --home-cluster=$CLUSTER --assume-clean"
+    [ "$layout" = - ] || opts="$opts --layout=$layout"
+    [ "$chunk" = - ] || opts="$opts --chunk=$chunk"
+    # shellcheck disable=SC2086
+    "$CLRAID" create $opts $files >/dev/null || fail "$name: create $opts"
+    for k in 1 2; do
+        cl_start "$k" "${m[@]}"
+        cl_wait "$k" '.cluster.slot != null' 30
+    done
+    for k in 1 2; do
+        cl_wait "$k" '(.cluster.members | if type == "array" then length else . end) == 2 and .sync_action == "idle"' 30
+    done
+    echo "$name: engine 1 in slot $(cl_st 1 .cluster.slot), engine 2 in slot $(cl_st 2 .cluster.slot)"
+    size=$(cl_st 1 .size_bytes)
+    half=$((size / 2 / 65536 * 65536))
+    pattern "$name" "$size" >"$W/$name.model"
+    head -c "$half" "$W/$name.model" >"$W/$name.r1"
+    tail -c +$((half + 1)) "$W/$name.model" >"$W/$name.r2"
+    timeout "$T" qemu-io -f raw "$(cl_uri 1)" -c "write -s $W/$name.r1 0 $half" >/dev/null || fail "$name: write 1"
+    timeout "$T" qemu-io -f raw "$(cl_uri 2)" -c "write -s $W/$name.r2 $half $((size - half))" >/dev/null || fail "$name: write 2"
+    sha=$(timeout "$T" nbdcopy "$(cl_uri 1)" - | shaof)
+    [ "$sha" = "$(shaof <"$W/$name.model")" ] || fail "$name: engine 1 reads $sha, the two engines wrote $(shaof <"$W/$name.model")"
+    [ "$sha" = "$(timeout "$T" nbdcopy "$(cl_uri 2)" - | shaof)" ] || fail "$name: the engines read different bytes"
+    if [ "$event" = cpgcrash ]; then
+        for ((i = 0; i < 100; i++)); do
+            [ "$(cl_st 2 .bitmap.dirty_chunks)" != 0 ] || break
+            sleep 0.2
+        done
+        cl_stop 1
+        off=$((size - 2 * 1048576))
+        cl_cli 2 fault "$name" "${m[$((n - 1))]}" delay --ms 40 >/dev/null || fail "$name: fault delay"
+        for ((i = 0; i < 32; i++)); do
+            cmds="$cmds -c 'write -P 0x6b $((off + i * 65536)) 64k'"
+        done
+        (eval timeout "$T" qemu-io -f raw "'$(cl_uri 2)'" "$cmds" >/dev/null 2>&1 || true) &
+        k=$!
+        sleep 0.4
+        cl_crash 2
+        wait "$k" || true
+        sha=unknown
+    else
+        cl_stop 2
+        cl_stop 1
+    fi
+    echo "$files" >"$W/$name.files"
+    echo "$size $sha" >"$W/$name.exp"
+    echo "$level $n $layout $chunk $mib $nodes $event" >"$W/$name.info"
+    echo "host: $name raid$level x$n layout=$layout chunk=$chunk ${mib}MiB nodes=$nodes $event: $size bytes sha $sha ($(ms) ms)"
+}
+
+if [ -n "${KMD_CPG_OUT:-}" ]; then
+    cl_corosync_start
+    for e in $KMD_CPG_CONFIGS; do
+        # shellcheck disable=SC2086
+        cpg_prep ${e//:/ }
+    done
+    exit 0
+fi
+
 # ---- the guest side ------------------------------------------------------
 # Plan lines, one per array:
 #   A NAME SKIP DROP MODE IDX...   assemble members IDX (ubd numbers); check;
@@ -294,11 +382,14 @@ assemble() {
     mdadm -X "$(ubd "$1")" >"$UML_WORK/$name.X" 2>&1
     r "$name.dirty" "$(awk '/Bitmap :/ { for (i = 2; i <= NF; i++) if ($i == "dirty") s += $(i - 1) } END { print s + 0 }' "$UML_WORK/$name.X")"
     r "$name.bits" "$(awk '/Bitmap :/ { s += $3 } END { print s + 0 }' "$UML_WORK/$name.X")"
+    r "$name.slots" "$(awk '/Bitmap :/ { for (i = 2; i <= NF; i++) if ($i == "dirty") printf "%s ", $(i - 1) }' "$UML_WORK/$name.X")"
     # shellcheck disable=SC2086
     if ! mdadm -A "/dev/$md" --run $devs >"$UML_WORK/$name.asm" 2>&1; then
         cat "$UML_WORK/$name.asm"; r "$name.asm" fail; return
     fi
     r "$name.asm" ok
+    # anything mdadm said besides "started with N drives"
+    r "$name.asmnote" "$(grep -v 'has been started with' "$UML_WORK/$name.asm" | tr '\n' ' ')"
     r "$name.resync_start" "$(cat /sys/block/$md/md/resync_start)"
     r "$name.size" "$(blockdev --getsize64 /dev/$md)"
     r "$name.bitmap" "$(mdadm --detail "/dev/$md" | sed -n 's/^ *Intent Bitmap : //p')"
@@ -326,6 +417,7 @@ assemble() {
     if ! mdadm -A "/dev/$md" --run --readonly $kept >"$UML_WORK/$name.dasm" 2>&1; then
         cat "$UML_WORK/$name.dasm"; r "$name.dasm" fail; return
     fi
+    r "$name.dasmnote" "$(grep -v 'has been started with' "$UML_WORK/$name.dasm" | tr '\n' ' ')"
     r "$name.degraded" "$(cat /sys/block/$md/md/degraded)"
     r "$name.dsha" "$(sha256sum </dev/$md | cut -c1-64)"
     mdadm --stop "/dev/$md" || r "$name.stop" fail
@@ -425,16 +517,21 @@ crash_end() {
 # 1. the host makes every array; those that get a kill -9 are written
 #    first, and get it last: md clears bitmap bits seconds after the
 #    writes, and the kill must find only its own writes dirty
+cpg=""
+for e in "${FWD[@]}"; do
+    case $e in *" cpg" | *" cpgcrash") cpg="$cpg ${e// /:}" ;; esac
+done
+[ -z "$cpg" ] || KMD_CPG_OUT=$W KMD_CPG_CONFIGS=$cpg job cpg bash "$0"
 for e in "${FWD[@]}"; do
     # shellcheck disable=SC2086
-    case $e in *crash) job "b.${e%% *}" forward_begin $e ;; esac
+    case $e in *" crash" | *" kcrash") job "b.${e%% *}" forward_begin $e ;; esac
 done
 for e in "${FWD[@]}"; do
     # shellcheck disable=SC2086
-    case $e in *crash) ;; *) job "${e%% *}" forward_all $e ;; esac
+    case $e in *crash | *" cpg") ;; *) job "${e%% *}" forward_all $e ;; esac
 done
 for e in "${FWD[@]}"; do
-    case $e in *crash) job "${e%% *}" crash_end "${e%% *}" ;; esac
+    case $e in *" crash" | *" kcrash") job "${e%% *}" crash_end "${e%% *}" ;; esac
 done
 for e in "${REV[@]}"; do
     # shellcheck disable=SC2086
@@ -443,8 +540,12 @@ for e in "${REV[@]}"; do
     pattern "$1" $(($3 * $5 * 1048576)) >"$UML_DIR/$1.pat"
 done
 jobs_wait
+[ -z "$cpg" ] || job_out cpg
 for e in "${FWD[@]}"; do
-    case $e in *crash) job_out "b.${e%% *}" ;; esac
+    case $e in
+    *" crash" | *" kcrash") job_out "b.${e%% *}" ;;
+    *cpg*) continue ;;
+    esac
     job_out "${e%% *}"
 done
 echo "host: ${#FWD[@]} arrays made ($(ms) ms)"
@@ -464,15 +565,25 @@ plan_flush() {
     PLAN=""
     PLAN_FILES=()
 }
+# plan_next CLUSTERED: the pending plan is complete; the next one is for
+# another instance (k1, k2 ...; the clustered arrays: kc, kc2, ... each a
+# one-node cluster of its own).
+cboot_n=0
+plan_next() {
+    if [ "$1" = 1 ]; then
+        cboot_n=$((cboot_n + 1))
+        [ "$cboot_n" -le 3 ] || fail "the clustered arrays need more than 3 instances"
+        plan_flush "$(echo "kc kc2 kc3" | cut -d' ' -f"$cboot_n")"
+    else
+        boot_n=$((boot_n + 1))
+        plan_flush "k$boot_n"
+    fi
+}
 # plan_add CLUSTERED LINE-PREFIX FILE...: one array in the pending plan.
 plan_add() {
     local cl=$1 prefix=$2 f idx=""
     shift 2
-    if [ $((${#PLAN_FILES[@]} + $#)) -gt 16 ]; then
-        [ "$cl" = 0 ] || fail "the clustered arrays need more than 16 members: one instance only"
-        boot_n=$((boot_n + 1))
-        plan_flush "k$boot_n"
-    fi
+    [ $((${#PLAN_FILES[@]} + $#)) -le 16 ] || plan_next "$cl"
     for f in "$@"; do
         idx="$idx ${#PLAN_FILES[@]}"
         PLAN_FILES+=("$f")
@@ -488,11 +599,11 @@ fwd_line() {
     [ "$level" != 6 ] || drop=2
     skip=$((${#name} % n))
     mode=ro
-    [ "$event" != kcrash ] || mode=rw
+    case $event in kcrash | cpgcrash) mode=rw ;; esac
     echo "A $name $skip $drop $mode"
 }
 
-uml_net kc
+uml_net kc kc2 kc3
 for pass in cluster single; do
     for e in "${FWD[@]}"; do
         # shellcheck disable=SC2086
@@ -508,12 +619,7 @@ for pass in cluster single; do
         # shellcheck disable=SC2046
         plan_add "$6" "M $1 $2 $3 $4" $(cat "$W/$1.files")
     done
-    if [ "$pass" = cluster ]; then
-        plan_flush kc
-    else
-        boot_n=$((boot_n + 1))
-        plan_flush "k$boot_n"
-    fi
+    if [ "$pass" = cluster ]; then plan_next 1; else plan_next 0; fi
 done
 # ---- 3. compare ----------------------------------------------------------
 # rr NAME KEY: the result "R NAME.KEY value" of the instance that ran NAME.
@@ -523,13 +629,15 @@ problem() { echo "DISAGREE: $*"; }
 # verify_fwd NAME: what the kernel read of a clraid array; then clraid
 # over what the kernel left.
 verify_fwd() {
-    local name=$1 size sha level n layout chunk mib nodes event what ksize ksha mm dsha kbm hsha
+    local name=$1 size sha level n layout chunk mib nodes event what ksize ksha mm dsha kbm hsha s0 s1
     read -r size sha <"$W/$name.exp"
     read -r level n layout chunk mib nodes event <"$W/$name.info"
     what="$name (raid$level x$n layout=$layout chunk=$chunk nodes=$nodes $event)"
     [ "$(rr "$name" asm)" = ok ] || { problem "$what: kernel md did not assemble it"; return 0; }
     ksize=$(rr "$name" size) ksha=$(rr "$name" sha) mm=$(rr "$name" mismatch) dsha=$(rr "$name" dsha)
-    echo "kernel: $name size $ksize sha $ksha bitmap $(rr "$name" bitmap) dirty $(rr "$name" dirty)/$(rr "$name" bits) resync_start $(rr "$name" resync_start) check $(rr "$name" last) mismatch_cnt $mm degraded $(rr "$name" degraded) dsha $dsha"
+    echo "kernel: $name size $ksize sha $ksha bitmap $(rr "$name" bitmap) dirty $(rr "$name" dirty)/$(rr "$name" bits) (per slot: $(rr "$name" slots)) resync_start $(rr "$name" resync_start) check $(rr "$name" last) mismatch_cnt $mm degraded $(rr "$name" degraded) dsha $dsha"
+    [ -z "$(rr "$name" asmnote)$(rr "$name" dasmnote)" ] ||
+        echo "note: mdadm -A $name said: $(rr "$name" asmnote) / degraded: $(rr "$name" dasmnote)"
     [ "$ksize" = "$size" ] || problem "$what: kernel size $ksize, clraid $size"
     [ "$(rr "$name" last)" = check ] || problem "$what: the kernel's check did not run ($(rr "$name" last))"
     kbm=Internal
@@ -540,8 +648,15 @@ verify_fwd() {
         return 0
     fi
     [ "$mm" = 0 ] || problem "$what: kernel mismatch_cnt $mm"
-    if [ "$event" = kcrash ]; then
+    if [ "$event" = kcrash ] || [ "$event" = cpgcrash ]; then
         [ "$(rr "$name" dirty)" -gt 0 ] || problem "$what: no dirty bits after kill -9"
+        if [ "$event" = cpgcrash ]; then
+            # "dirty bits of slot 0, slot 1 ...": the crashed engine's are in slot 1
+            read -r s0 s1 _ <<<"$(rr "$name" slots)"
+            if [ "${s0:-x}" != 0 ] || [ "${s1:-0}" -le 0 ]; then
+                problem "$what: dirty bits per slot $(rr "$name" slots): expected only slot 1's"
+            fi
+        fi
         [ "$(rr "$name" dirty)" -lt "$(rr "$name" bits)" ] || problem "$what: every bit dirty after kill -9"
         [ "$(rr "$name" resync)" = resync ] || problem "$what: the kernel did not resync ($(rr "$name" resync))"
     else
@@ -580,7 +695,7 @@ verify_rev() {
     clean_check "$name"
     cli fail "$name" "$2" >/dev/null || fail "$name: fail $2"
     dsha=$(export_sha "$name")
-    echo "clraid: $name size $hsize sha $hsha state $(st "$name" .state) degraded sha $dsha"
+    echo "clraid: $name size $hsize sha $hsha resynced $(st "$name" '.last_resync.bytes // 0') bytes, degraded ($(st "$name" .state)) sha $dsha"
     [ "$hsize" = "$ksize" ] || problem "$what: clraid size $hsize, kernel $ksize"
     [ "$hsha" = "$ksha" ] || problem "$what: clraid reads $hsha, kernel wrote $ksha"
     [ "$dsha" = "$ksha" ] || problem "$what: clraid reads $dsha degraded, kernel wrote $ksha"
@@ -628,7 +743,10 @@ while [ -n "$pending$active" ]; do
         shift
         pending="$*"
         mapfile -t members_of <"$UML_DIR/$node.members"
-        uml_start "$node" "$W/guest.sh" "${members_of[@]}"
+        # a clustered instance is a cluster of its own: UML_NODES names
+        # only itself
+        UML_NODES=$(for n in $UML_NODES; do [ "${n%%:*}" != "$node" ] || echo "$n"; done) \
+            uml_start "$node" "$W/guest.sh" "${members_of[@]}"
         active="$active $node"
         echo "boot $node: $(grep -c . "$UML_DIR/$node.plan") arrays, ${#members_of[@]} members ($(ms) ms)"
         continue
