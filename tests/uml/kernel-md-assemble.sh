@@ -95,14 +95,14 @@ x5   10 3 f3                64   7 1 plain
 x6   10 5 o2                32   5 1 spare
 x7   10 4 o3                1024 7 1 plain
 x8   10 6 n2                4    5 1 plain
-x9   10 2 f2                2048 5 1 plain
+x9   10 2 f2                2048 6 1 plain
 p1   5  3 left-symmetric    64   5 1 plain
 p2   5  4 left-asymmetric   128  5 1 spare
 p3   5  5 right-symmetric   256  5 1 plain
 p4   5  6 right-asymmetric  512  5 1 crash
 p5   5  4 parity-first      16   5 1 plain
 p6   5  3 parity-last       1024 7 1 readd
-p7   5  7 left-symmetric    2048 5 1 plain
+p7   5  7 left-symmetric    2048 6 1 plain
 p8   5  3 left-symmetric    64   5 1 kcrash
 q1   6  4 left-symmetric    64   5 1 plain
 q2   6  5 left-symmetric    512  5 1 spare
