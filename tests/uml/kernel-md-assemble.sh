@@ -490,17 +490,32 @@ job_slots() {
     for p in "${JOB_PIDS[@]}"; do ! kill -0 "$p" 2>/dev/null || n=$((n + 1)); done
     echo "$n"
 }
+# Jobs wait in JOBQ (FIFO) for a free slot: job_pump starts them.
+JOBQ=()
 job() {
-    local name=$1
-    shift
-    while [ "$(job_slots)" -ge "$JOBS" ]; do sleep 0.1; done
-    rm -f "$W/$name.rc"
-    { (trap - EXIT INT TERM; "$@") >"$W/$name.log" 2>&1; echo $? >"$W/$name.rc"; } &
-    JOB_PIDS+=("$!")
+    rm -f "$W/$1.rc"
+    JOBQ+=("$(printf '%q ' "$@")")
+    job_pump
+}
+# shellcheck disable=SC2120
+job_pump() {
+    local name
+    while [ ${#JOBQ[@]} -gt 0 ] && [ "$(job_slots)" -lt "$JOBS" ]; do
+        eval "set -- ${JOBQ[0]}"
+        JOBQ=("${JOBQ[@]:1}")
+        name=$1
+        shift
+        { (trap - EXIT INT TERM; "$@") </dev/null >"$W/$name.log" 2>&1; echo $? >"$W/$name.rc"; } </dev/null &
+        JOB_PIDS+=("$!")
+    done
 }
 # jobs_wait: until every job ended.
 jobs_wait() {
     local p
+    while [ ${#JOBQ[@]} -gt 0 ]; do
+        job_pump
+        sleep 0.1
+    done
     for p in "${JOB_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
     JOB_PIDS=()
 }
@@ -550,7 +565,7 @@ cpg=""
 for e in "${FWD[@]}"; do
     case $e in *" cpg" | *" cpgcrash") cpg="$cpg ${e// /:}" ;; esac
 done
-[ -z "$cpg" ] || KMD_CPG_OUT=$W KMD_CPG_CONFIGS=$cpg job cpg bash "$0"
+[ -z "$cpg" ] || job cpg env KMD_CPG_OUT="$W" KMD_CPG_CONFIGS="$cpg" bash "$0"
 for e in "${FWD[@]}"; do
     # shellcheck disable=SC2086
     case $e in *" crash" | *" kcrash") job "b.${e%% *}" forward_begin $e ;; esac
@@ -568,57 +583,40 @@ for e in "${REV[@]}"; do
     members "$1" "$3" "$5" >"$W/$1.files"
     pattern "$1" $(($3 * $5 * 1048576)) >"$UML_DIR/$1.pat"
 done
-jobs_wait
-[ -z "$cpg" ] || job_out cpg
-for e in "${FWD[@]}"; do
-    case $e in
-    *" crash" | *" kcrash") job_out "b.${e%% *}" ;;
-    *cpg*) continue ;;
-    esac
-    job_out "${e%% *}"
-done
-echo "host: ${#FWD[@]} arrays made ($(ms) ms)"
 
-# 2. the guests: arrays packed into instances of up to 16 members; the
-#    clustered ones in one instance with corosync + the DLM
+# 2. the guests: the arrays packed into instances of up to 16 members (the
+#    clustered ones into instances that run corosync + the DLM), those
+#    made first in the first ones; an instance boots once its arrays are
+#    made (ready), BOOT_JOBS at once
 BOOTS=""
-PLAN=""
-PLAN_FILES=()
+PLAN_NAMES=""
+PLAN_N=0
 boot_n=0
-# plan_flush NODE: NODE's plan is complete.
-plan_flush() {
-    [ ${#PLAN_FILES[@]} -gt 0 ] || return 0
-    printf '%s' "$PLAN" >"$UML_DIR/$1.plan"
-    printf '%s\n' "${PLAN_FILES[@]}" >"$UML_DIR/$1.members"
-    BOOTS="$BOOTS $1"
-    PLAN=""
-    PLAN_FILES=()
-}
+cboot_n=0
 # plan_next CLUSTERED: the pending plan is complete; the next one is for
 # another instance (k1, k2 ...; the clustered arrays: kc, kc2, ... each a
 # one-node cluster of its own).
-cboot_n=0
 plan_next() {
+    local node
+    [ "$PLAN_N" -gt 0 ] || return 0
     if [ "$1" = 1 ]; then
         cboot_n=$((cboot_n + 1))
         [ "$cboot_n" -le 3 ] || fail "the clustered arrays need more than 3 instances"
-        plan_flush "$(echo "kc kc2 kc3" | cut -d' ' -f"$cboot_n")"
+        node=$(echo "kc kc2 kc3" | cut -d' ' -f"$cboot_n")
     else
         boot_n=$((boot_n + 1))
-        plan_flush "k$boot_n"
+        node=k$boot_n
     fi
+    echo "$PLAN_NAMES" >"$UML_DIR/$node.names"
+    BOOTS="$BOOTS $node"
+    PLAN_NAMES=""
+    PLAN_N=0
 }
-# plan_add CLUSTERED LINE-PREFIX FILE...: one array in the pending plan.
+# plan_add CLUSTERED NAME MEMBERS: one array in the pending plan.
 plan_add() {
-    local cl=$1 prefix=$2 f idx=""
-    shift 2
-    [ $((${#PLAN_FILES[@]} + $#)) -le 16 ] || plan_next "$cl"
-    for f in "$@"; do
-        idx="$idx ${#PLAN_FILES[@]}"
-        PLAN_FILES+=("$f")
-    done
-    PLAN="$PLAN$prefix$idx
-"
+    [ $((PLAN_N + $3)) -le 16 ] || plan_next "$1"
+    PLAN_NAMES="$PLAN_NAMES $2"
+    PLAN_N=$((PLAN_N + $3))
 }
 # fwd_line NAME: the plan line of a forward array.
 fwd_line() {
@@ -633,25 +631,82 @@ fwd_line() {
     [ "$mib" -lt 64 ] || mode=big
     echo "A $name $skip $drop $mode"
 }
+# maker NAME: the job that makes forward array NAME.
+maker() {
+    case " $cpg " in *" $1:"*) echo cpg ;; *) echo "$1" ;; esac
+}
+# is_rev NAME: NAME is made by mdadm in the guest.
+is_rev() {
+    local e
+    for e in "${REV[@]}"; do [ "${e%% *}" != "$1" ] || return 0; done
+    return 1
+}
+# ready NODE: every array of NODE is made (fails if one could not be).
+ready() {
+    local name j
+    local -a names
+    read -r -a names <"$UML_DIR/$1.names"
+    for name in "${names[@]}"; do
+        ! is_rev "$name" || continue
+        [ ! -e "$W/$name.exp" ] || continue
+        j=$(maker "$name")
+        if [ -e "$W/$j.rc" ]; then
+            job_out "$j"
+            fail "$name: its host job ended without making it"
+        fi
+        return 1
+    done
+}
+# plan_write NODE: NODE's plan lines and member list, its arrays' host logs.
+plan_write() {
+    local target=$1 name idx f e j
+    local -a files=() names mem
+    : >"$UML_DIR/$target.plan"
+    read -r -a names <"$UML_DIR/$1.names"
+    for name in "${names[@]}"; do
+        idx=""
+        read -r -a mem <"$W/$name.files" || true
+        for f in "${mem[@]}"; do
+            idx="$idx ${#files[@]}"
+            files+=("$f")
+        done
+        if is_rev "$name"; then
+            for e in "${REV[@]}"; do
+                # shellcheck disable=SC2086
+                set -- $e
+                [ "$1" != "$name" ] || echo "M $1 $2 $3 $4$idx" >>"$UML_DIR/$target.plan"
+            done
+        else
+            echo "$(fwd_line "$name")$idx" >>"$UML_DIR/$target.plan"
+            j=$(maker "$name")
+            [ -e "$W/$j.shown" ] || { job_out "$j"; touch "$W/$j.shown"; }
+            case $(cat "$W/$name.info") in
+            *" crash" | *" kcrash") [ -e "$W/b.$name.shown" ] || { job_out "b.$name"; touch "$W/b.$name.shown"; } ;;
+            esac
+        fi
+    done
+    printf '%s\n' "${files[@]}" >"$UML_DIR/$target.members"
+}
 
 uml_net kc kc2 kc3
-for pass in cluster single; do
-    for e in "${FWD[@]}"; do
+# the arrays made first go first
+order() {
+    local e
+    for e in "${FWD[@]}"; do case $e in *crash | *" cpg") ;; *) echo "${e// /:}" ;; esac; done
+    for e in "${FWD[@]}"; do case $e in *" crash" | *" kcrash") echo "${e// /:}" ;; esac; done
+    for e in "${FWD[@]}"; do case $e in *" cpg" | *" cpgcrash") echo "${e// /:}" ;; esac; done
+}
+for pass in single cluster; do
+    for e in $(order) "${REV[@]// /:}"; do
         # shellcheck disable=SC2086
-        set -- $e
-        in_pass $(($7 > 1)) "$pass" || continue
-        # shellcheck disable=SC2046
-        plan_add $(($7 > 1)) "$(fwd_line "$1")" $(cat "$W/$1.files")
-    done
-    for e in "${REV[@]}"; do
-        # shellcheck disable=SC2086
-        set -- $e
-        in_pass "$6" "$pass" || continue
-        # shellcheck disable=SC2046
-        plan_add "$6" "M $1 $2 $3 $4" $(cat "$W/$1.files")
+        set -- ${e//:/ }
+        if [ $# = 8 ]; then cl=$(($7 > 1)); else cl=$6; fi
+        in_pass "$cl" "$pass" || continue
+        plan_add "$cl" "$1" "$3"
     done
     if [ "$pass" = cluster ]; then plan_next 1; else plan_next 0; fi
 done
+
 # ---- 3. compare ----------------------------------------------------------
 # rr NAME KEY: the result "R NAME.KEY value" of the instance that ran NAME.
 rr() { awk -v k="$1.$2" '$1 == k { $1 = ""; sub(/^ /, ""); v = $0 } END { print v }' "$W/$1.results"; }
@@ -752,13 +807,13 @@ verify_rev() {
 
 # verify NAME: verify_fwd or verify_rev, whichever NAME is.
 verify() {
-    local e
+    local e name=$1
     for e in "${REV[@]}"; do
         # shellcheck disable=SC2086
         set -- $e
-        [ "$1" != "$NAME" ] || { verify_rev "$1" "$2" "$3" "$4"; return; }
+        [ "$1" != "$name" ] || { verify_rev "$1" "$2" "$3" "$4"; return; }
     done
-    verify_fwd "$NAME"
+    verify_fwd "$name"
 }
 
 # BOOT_JOBS instances at once; the host verifies the arrays of an instance
@@ -767,6 +822,7 @@ BOOT_JOBS=${KMD_BOOT_JOBS:-3}
 pending=$BOOTS
 active=""
 while [ -n "$pending$active" ]; do
+    job_pump
     for node in $active; do
         ! kill -0 "$(cat "$UML_DIR/$node.bgpid")" 2>/dev/null || continue
         rc=0
@@ -779,17 +835,20 @@ while [ -n "$pending$active" ]; do
         active=$(for b in $active; do [ "$b" = "$node" ] || printf '%s ' "$b"; done)
         while read -r _ NAME _; do
             uml_results "$node" >"$W/$NAME.results"
-            job "v.$NAME" verify
+            job "v.$NAME" verify "$NAME"
         done <"$UML_DIR/$node.plan"
     done
     # shellcheck disable=SC2086
     set -- $active
-    if [ -n "$pending" ] && [ $# -lt "$BOOT_JOBS" ]; then
-        # shellcheck disable=SC2086
-        set -- $pending
-        node=$1
-        shift
-        pending="$*"
+    node=""
+    if [ $# -lt "$BOOT_JOBS" ]; then
+        for b in $pending; do
+            if ready "$b"; then node=$b; break; fi
+        done
+    fi
+    if [ -n "$node" ]; then
+        pending=$(for b in $pending; do [ "$b" = "$node" ] || printf '%s ' "$b"; done)
+        plan_write "$node"
         mapfile -t members_of <"$UML_DIR/$node.members"
         # a clustered instance is a cluster of its own: UML_NODES names
         # only itself
@@ -802,8 +861,14 @@ while [ -n "$pending$active" ]; do
     sleep 0.2
 done
 jobs_wait
-for e in "${FWD[@]}" "${REV[@]}"; do job_out "v.${e%% *}"; done | tee "$W/verify.out"
+failed=0
+for e in "${FWD[@]}" "${REV[@]}"; do
+    cat "$W/v.${e%% *}.log" 2>/dev/null || true
+    [ "$(cat "$W/v.${e%% *}.rc" 2>/dev/null)" = 0 ] || { echo "FAIL: verifying ${e%% *} failed"; failed=$((failed + 1)); }
+done >"$W/verify.out"
+cat "$W/verify.out"
 bad=$(grep -c '^DISAGREE' "$W/verify.out" || true)
+[ "$failed" = 0 ] || fail "$failed verifications did not complete"
 echo "total $(ms) ms"
 [ "$bad" = 0 ] || fail "$bad disagreements between kernel md and clraid (seed $SEED)"
 echo "PASS: kernel md and clraid agree on ${#FWD[@]} clraid arrays and ${#REV[@]} mdadm arrays"
