@@ -12,19 +12,26 @@
 # what clraid left, `check` must give mismatch_cnt 0; then it assembles it
 # again without one member (two for RAID6), read-only, and must read the
 # same sha256.  Back on the host, clraid starts each array again after the
-# kernel updated its metadata and must read the same bytes.  One array is
-# left dirty by a kill -9 (no restart): the kernel resyncs it from clraid's
-# bitmap.  A member corrupted on purpose must give mismatch_cnt > 0 (so
-# that the check can fail).  Clustered arrays (--nodes >= 2) are assembled
-# by kernel md-cluster inside a one-node corosync + DLM cluster.
+# kernel updated its metadata, reads the same dirty bits per slot as
+# mdadm -X and the same bytes.  Some arrays are left dirty by a kill -9 (no
+# restart): the kernel resyncs them from clraid's bitmap.  A member
+# corrupted on purpose must give mismatch_cnt > 0 (so that the check can
+# fail).  Clustered arrays (--nodes >= 2) are assembled by kernel
+# md-cluster inside one-node corosync + DLM clusters; some were run by two
+# --lock cpg engines (a helper run of this script in private namespaces,
+# tests/lock/cluster-functions.sh), one of them killed in slot 1: the
+# kernel must take that slot's bits over.
 #
-# Reverse: inside UML, mdadm creates arrays (internal bitmap; one clustered
-# in the cluster instance) and writes a seeded pattern with dd; on the host
-# `clraid start` must serve the same bytes, check clean, and read them
-# degraded.
+# Reverse: inside UML, mdadm creates arrays (internal bitmap, clustered
+# ones too, one degraded, one stopped mid-resync) and writes a seeded
+# pattern with dd; on the host `clraid start` must serve the same bytes,
+# check clean, and read them degraded.
 #
-# KMD_ONLY="name ..." runs only those configs (debugging); UML_KEEP=DIR
-# keeps the consoles.
+# The host makes the arrays KMD_JOBS (3) at a time; an instance (up to 16
+# members) boots as soon as its arrays are made, KMD_BOOT_JOBS (3) at once;
+# the host verifies an instance's arrays as soon as it powered off.
+# KMD_ONLY="name ..." runs only those configs (debugging); KMD_SEED=N
+# repeats a pattern; UML_KEEP=DIR keeps the consoles.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -118,7 +125,9 @@ g1   1  2 -                 -    5 2 cpg
 g2   10 2 n2                64   5 3 cpgcrash
 g3   1  2 -                 -  124 2 cpgcrash
 "
-# reverse: name level members "mdadm options" memberMiB clustered(0/1)
+# reverse: name level members "mdadm options" memberMiB clustered(0/1);
+# --missing: created without its last member (degraded); --midsync:
+# stopped in the middle of its initial resync (a resync offset to go on from)
 REVERSE="
 m1 1  2 --bitmap-chunk=1M                                     5 0
 m2 10 4 --layout=n2,--chunk=64,--assume-clean                 5 0
@@ -127,6 +136,8 @@ m4 10 4 --layout=o2,--chunk=32,--assume-clean                 5 0
 m5 5  4 --layout=left-symmetric,--chunk=32                    5 0
 m6 5  3 --layout=parity-first,--chunk=256,--assume-clean      5 0
 m7 6  5 --chunk=128,--bitmap-chunk=512K,--assume-clean        5 0
+m10 5 4 --layout=right-asymmetric,--chunk=64,--missing        5 0
+m11 1 2 --bitmap-chunk=64K,--midsync                          5 0
 m8 1  2 --bitmap-chunk=1M,--nodes=2                           5 1
 m9 10 2 --layout=n2,--chunk=64,--nodes=2                      5 1
 "
@@ -455,18 +466,33 @@ create() {
     name=$1 level=$2 n=$3 opts=$4; shift 4
     md=md$k; k=$((k + 1))
     devs=$(devs_of "$@")
+    # our own words: --missing (the last member missing: degraded from the
+    # start), --midsync (stopped in the middle of the initial resync)
+    missing=0 midsync=0
+    case $opts in *--missing*) missing=1 devs="$devs missing" ;; esac
+    case $opts in *--midsync*) midsync=1 ;; esac
+    opts=$(echo "$opts" | sed 's/,--missing//; s/,--midsync//')
     # shellcheck disable=SC2086
     if ! mdadm --create "/dev/$md" --run --metadata=1.2 --level="$level" --raid-devices="$n" \
         --bitmap="$(case "$opts" in *--nodes*) echo clustered ;; *) echo internal ;; esac)" \
         $(echo "$opts" | tr , ' ') $devs >"$UML_WORK/$name.create" 2>&1; then
         cat "$UML_WORK/$name.create"; r "$name.create" fail; return
     fi
+    if [ "$midsync" = 1 ]; then
+        echo 500 >"/sys/block/$md/md/sync_speed_min"
+        echo 1000 >"/sys/block/$md/md/sync_speed_max"
+    fi
     size=$(blockdev --getsize64 "/dev/$md")
     r "$name.size" "$size"
     head -c "$size" "$UML_WORK/$name.pat" | dd of="/dev/$md" bs=1M iflag=fullblock oflag=direct status=none ||
         r "$name.write" fail
-    wait_for 120 idle "$md" || r "$name.resync" timeout
+    if [ "$midsync" = 1 ]; then
+        r "$name.sync_at_stop" "$(cat /sys/block/$md/md/sync_action) $(cat /sys/block/$md/md/sync_completed | tr -d ' ')"
+    else
+        wait_for 120 idle "$md" || r "$name.resync" timeout
+    fi
     r "$name.sha" "$(sha256sum </dev/$md | cut -c1-64)"
+    r "$name.degraded" "$(cat /sys/block/$md/md/degraded)"
     mdadm --stop "/dev/$md" || r "$name.stop" fail
 }
 while read -r what rest; do
@@ -580,7 +606,11 @@ done
 for e in "${REV[@]}"; do
     # shellcheck disable=SC2086
     set -- $e
-    members "$1" "$3" "$5" >"$W/$1.files"
+    # --missing: one member fewer
+    case $4 in
+    *--missing*) members "$1" $(($3 - 1)) "$5" >"$W/$1.files" ;;
+    *) members "$1" "$3" "$5" >"$W/$1.files" ;;
+    esac
     pattern "$1" $(($3 * $5 * 1048576)) >"$UML_DIR/$1.pat"
 done
 
@@ -780,7 +810,7 @@ verify_fwd() {
 
 # verify_rev NAME LEVEL N OPTS: clraid over an array mdadm made.
 verify_rev() {
-    local name=$1 what="$1 (mdadm raid$2 x$3 $4)" ksize ksha psha hsize hsha dsha
+    local name=$1 opts=$4 what="$1 (mdadm raid$2 x$3 $4)" ksize ksha psha hsize hsha dsha ro
     [ "$(rr "$name" create)" != fail ] || { problem "$what: mdadm --create failed"; return 0; }
     ksize=$(rr "$name" size) ksha=$(rr "$name" sha)
     psha=$(head -c "$ksize" "$UML_DIR/$name.pat" | shaof)
@@ -788,6 +818,7 @@ verify_rev() {
     [ "$ksha" = "$psha" ] || problem "$what: the kernel read $ksha, the pattern is $psha"
     # shellcheck disable=SC2046
     set -- $(cat "$W/$name.files")
+    ro=$("$CLRAID" examine --json "$1" | jq -r '"\(.[0].superblock.resync_offset // "none") \(.[0].bitmap.slots[0].dirty_bits)"')
     if ! timeout "$T" "$CLRAID" start "$name" "$@" --run-dir "$RUN" >"$W/$name.start" 2>&1; then
         problem "$what: clraid start refused: $(cat "$W/$name.start")"
         return 0
@@ -795,9 +826,25 @@ verify_rev() {
     wait_idle "$name" 60
     hsize=$(st "$name" .size_bytes)
     hsha=$(export_sha "$name")
-    clean_check "$name"
-    cli fail "$name" "$2" >/dev/null || fail "$name: fail $2"
-    dsha=$(export_sha "$name")
+    case $opts in
+    *--midsync*)
+        # md leaves what it did not resync dirty in the bitmap
+        echo "kernel: $name stopped at $(rr "$name" sync_at_stop) (done/total sectors), resync offset, dirty bits: $ro"
+        case $ro in
+        *" 0") problem "$what: stopped in the middle of its resync with a clean bitmap: $ro" ;;
+        esac
+        [ "$(st "$name" '.last_resync.bytes // 0')" -gt 0 ] || problem "$what: clraid did not go on with the resync"
+        ;;
+    esac
+    if [ "$(rr "$name" degraded)" != 0 ]; then
+        # created degraded: clraid runs it degraded, nothing more to lose
+        [ "$(st "$name" .state)" = degraded ] || problem "$what: clraid state $(st "$name" .state), the kernel's was degraded"
+        dsha=$hsha
+    else
+        clean_check "$name"
+        cli fail "$name" "$2" >/dev/null || fail "$name: fail $2"
+        dsha=$(export_sha "$name")
+    fi
     echo "clraid: $name size $hsize sha $hsha resynced $(st "$name" '.last_resync.bytes // 0') bytes, degraded ($(st "$name" .state)) sha $dsha"
     [ "$hsize" = "$ksize" ] || problem "$what: clraid size $hsize, kernel $ksize"
     [ "$hsha" = "$ksha" ] || problem "$what: clraid reads $hsha, kernel wrote $ksha"
