@@ -1,4 +1,5 @@
 #!/bin/bash
+# shellcheck disable=SC2119  # job_pump takes no arguments (it uses set -- inside)
 # Kernel md reads what clraid writes, and clraid reads what kernel md
 # writes, over every level and layout `clraid create` accepts, several
 # chunk sizes and member counts, single-node and clustered arrays.
