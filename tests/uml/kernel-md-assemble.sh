@@ -359,7 +359,7 @@ cpg_prep() {
                 cp --sparse=always "$f" "$f.local"
                 cp+=("$f.local")
             done
-            timeout "$T" "$CLRAID" start "$name" "${cp[@]}" --run-dir "$RUN" >/dev/null || fail "$name: local start"
+            engine_start "$name" "${cp[@]}"
             wait_idle "$name" 60
             k=$(st "$name" '.last_resync.bytes // 0')
             cli check "$name" --wait >/dev/null || fail "$name: local check"
@@ -688,6 +688,12 @@ ready() {
         return 1
     done
 }
+# show JOB: prints JOB's output once, if it ended (fails if it failed).
+show() {
+    [ ! -e "$W/$1.shown" ] && [ -e "$W/$1.rc" ] || return 0
+    job_out "$1"
+    touch "$W/$1.shown"
+}
 # plan_write NODE: NODE's plan lines and member list, its arrays' host logs.
 plan_write() {
     local target=$1 name idx f e j
@@ -710,9 +716,9 @@ plan_write() {
         else
             echo "$(fwd_line "$name")$idx" >>"$UML_DIR/$target.plan"
             j=$(maker "$name")
-            [ -e "$W/$j.shown" ] || { job_out "$j"; touch "$W/$j.shown"; }
+            show "$j"
             case $(cat "$W/$name.info") in
-            *" crash" | *" kcrash") [ -e "$W/b.$name.shown" ] || { job_out "b.$name"; touch "$W/b.$name.shown"; } ;;
+            *" crash" | *" kcrash") show "b.$name" ;;
             esac
         fi
     done
@@ -909,6 +915,13 @@ while [ -n "$pending$active" ]; do
     sleep 0.2
 done
 jobs_wait
+# the host jobs' output not shown yet (the cpg helper may end after its
+# arrays went to an instance)
+show cpg
+for e in "${FWD[@]}"; do
+    show "${e%% *}"
+    show "b.${e%% *}"
+done
 failed=0
 for e in "${FWD[@]}" "${REV[@]}"; do
     cat "$W/v.${e%% *}.log" 2>/dev/null || true
