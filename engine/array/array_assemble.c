@@ -20,7 +20,10 @@ struct probe {
     uint32_t lbs;                   /* logical block size */
     struct clr_md_sb sb;
     struct clr_bitmap_sb bsb;
-    uint8_t *region;                /* this slot's bitmap region */
+    uint8_t *region;                /* this slot's bitmap region; every
+                                     * slot's, one after another, when
+                                     * nregions > 1 */
+    uint32_t nregions;
     int role;
     bool excluded;                  /* stale or faulty, left out (SKIP_STALE) */
 };
@@ -43,8 +46,9 @@ static int read_full(int fd, void *buf, size_t len, uint64_t off)
     return 0;
 }
 
-/* Reads one member's superblock and this slot's bitmap region. */
-static int probe_member(struct probe *p, uint32_t slot, struct clr_err *e)
+/* Reads one member's superblock and this slot's bitmap region (@all: the
+ * regions of every slot, @slot being 0). */
+static int probe_member(struct probe *p, uint32_t slot, bool all, struct clr_err *e)
 {
     uint8_t buf[CLR_MD_SB_AREA_BYTES];
     struct clr_err de;
@@ -113,12 +117,14 @@ static int probe_member(struct probe *p, uint32_t slot, struct clr_err *e)
         goto out;
     }
     stride = clr_bitmap_stride_bytes(p->bsb.sync_size, p->bsb.chunksize);
-    p->region = aligned_alloc(CLR_IO_ALIGN, (stride + CLR_IO_ALIGN - 1) & ~(uint64_t)(CLR_IO_ALIGN - 1));
+    p->nregions = all ? clr_bitmap_slots(&p->bsb) : 1;
+    p->region = aligned_alloc(CLR_IO_ALIGN, (stride * p->nregions + CLR_IO_ALIGN - 1) &
+                                            ~(uint64_t)(CLR_IO_ALIGN - 1));
     if (!p->region) {
         rc = clr_err_set(e, -ENOMEM, "out of memory");
         goto out;
     }
-    rc = read_full(fd, p->region, stride, clr_bitmap_slot_offset(&p->sb, &p->bsb, slot));
+    rc = read_full(fd, p->region, stride * p->nregions, clr_bitmap_slot_offset(&p->sb, &p->bsb, slot));
     if (rc)
         clr_err_set(e, rc, "%s: cannot read bitmap slot %u: %s", p->path, slot, strerror(-rc));
 out:
@@ -362,7 +368,10 @@ int clr_array_assemble(const struct clr_array_config *cfg, struct clr_array **ou
     a->slot = 0;        /* cluster: the lock service gives it at run */
     for (unsigned i = 0; i < cfg->ndevices; i++) {
         p[i].path = cfg->devices[i];
-        rc = probe_member(&p[i], a->slot, e);
+        /* One node alone (lock "local") on a clustered array: like a
+         * kernel md-cluster node that joins, it takes in the bits of
+         * every slot (nodes that crashed left them dirty), see below. */
+        rc = probe_member(&p[i], a->slot, !a->cluster, e);
         if (rc)
             goto fail;
     }
@@ -388,18 +397,35 @@ int clr_array_assemble(const struct clr_array_config *cfg, struct clr_array **ou
         goto fail;
     }
     {
-        /* Any in-sync copy may hold the newest bits: load their union. */
+        /* Any in-sync copy may hold the newest bits: load their union.
+         * Alone on a clustered array, the union takes in every slot with
+         * a valid bitmap superblock too: a node that crashed left its
+         * writes in flight dirty in its own slot only, and nobody else
+         * will resync them (the kernel's md-cluster join merges the free
+         * slots the same way, without clearing them: so do we). */
         size_t nbytes = (clr_bitmap_bits(a->bsb.sync_size, a->bsb.chunksize) + 7) / 8;
+        uint64_t stride = clr_bitmap_stride_bytes(a->bsb.sync_size, a->bsb.chunksize);
         uint8_t *u = calloc(1, nbytes + 1);
 
         if (!u) {
             rc = clr_err_set(e, -ENOMEM, "out of memory");
             goto fail;
         }
-        for (unsigned i = 0; i < cfg->ndevices; i++)
-            if (p[i].role >= 0)
+        for (unsigned i = 0; i < cfg->ndevices; i++) {
+            if (p[i].role < 0)
+                continue;
+            for (uint32_t r = 0; r < p[i].nregions; r++) {
+                const uint8_t *reg = p[i].region + r * stride;
+                struct clr_bitmap_sb rb;
+                struct clr_err de;
+
+                if (r != a->slot &&
+                    clr_bitmap_sb_decode(reg, CLR_BITMAP_SB_BYTES, p[i].sb.set_uuid, &rb, &de) != 0)
+                    continue;
                 for (size_t b = 0; b < nbytes; b++)
-                    u[b] |= p[i].region[CLR_BITMAP_SB_BYTES + b];
+                    u[b] |= reg[CLR_BITMAP_SB_BYTES + b];
+            }
+        }
         clr_bmc_load(&a->bmc, u, nbytes);
         free(u);
     }

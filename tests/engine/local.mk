@@ -18,7 +18,8 @@ ENGINE_TESTS = \
 	tests/engine/skip-stale.sh \
 	tests/engine/bitmap-all-dirty.sh \
 	tests/engine/trim.sh \
-	tests/engine/cluster-cpg.sh
+	tests/engine/cluster-cpg.sh \
+	tests/engine/local-foreign-slots.sh
 TESTS += $(ENGINE_TESTS)
 dist_check_SCRIPTS += $(ENGINE_TESTS)
 EXTRA_DIST += tests/engine/engine-functions.sh

@@ -2,6 +2,7 @@
 # User-Mode Linux instances that boot over our member files
 # (uml-functions.sh; they SKIP where UML cannot run).
 UML_TESTS = \
+	tests/uml/kernel-md-assemble.sh \
 	tests/uml/dlm-cluster.sh \
 	tests/uml/md-cluster-interop.sh \
 	tests/uml/dlm-lock-service.sh \
