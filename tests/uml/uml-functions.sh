@@ -217,9 +217,13 @@ uml_wait_line() {
 }
 
 # _uml_pids NAME: the host processes of instance NAME (the kernel and its
-# ptrace children share the session setsid gave them).
+# ptrace children, and the timeout that bounds them).
+# Every one of them was forked from the kernel process, so it carries the
+# kernel's command line with this run's umid= and uml_dir=; the session is
+# a second net for one caught between fork and exec.
 _uml_pids() {
-    local pid f
+    local pid
+    pgrep -f -- "umid=$1 uml_dir=$UML_DIR/umid( |\$)" || true
     pid=$(cat "$UML_DIR/umid/$1/pid" 2>/dev/null) || return 0
     [ -n "$pid" ] || return 0
     ps -e -o pid=,sid= | awk -v s="$pid" '$2 == s { print $1 }'

@@ -40,6 +40,8 @@ cat >"$TESTDIR/two.sh" <<'G'
 . "$UML_LIB/guest-functions.sh"
 guest_corosync
 guest_dlm
+# two_node quorum comes with the first node: wait for the second to show
+wait_for 30 sh -c 'corosync-quorumtool -l 2>/dev/null | grep -c " n[0-9]" | grep -qx 2'
 r members "$(corosync-quorumtool -l 2>/dev/null | grep -c ' n[0-9]')"
 dlm_tool status >"$UML_WORK/$NODE.dlmstatus" 2>&1
 r dlm "$(sed -n "s/^cluster nodeid \([0-9]*\).*/\1/p" "$UML_WORK/$NODE.dlmstatus")"
