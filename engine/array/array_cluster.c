@@ -1474,7 +1474,9 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
     rc = clr_ls_open(&lc, &cl->ls);
     if (rc) {
         clr_err_set(e, rc, "cannot join lockspace %s (%s): %s%s", lsname, a->lock_backend, strerror(-rc),
-                    rc == -ENOTCONN ? ": start the cluster stack (corosync/dlm) first" : "");
+                    rc == -ENOTCONN ? ": start the cluster stack (corosync/dlm) first" :
+                    rc == -ENOENT && strcmp(a->lock_backend, "dlm") == 0 ?
+                    ": the kernel DLM is not ready (dlm_controld not running or not yet joined; see dmesg)" : "");
         goto fail;
     }
     slot = clr_ls_our_slot(cl->ls) - 1;

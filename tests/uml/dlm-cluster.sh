@@ -7,7 +7,9 @@
 # survivors must see it lost (writes held), get its slot once the DLM has
 # recovered, take its bitmap over and resync; then both read the same on
 # every block, every acknowledged write is there, a check finds 0
-# mismatches, and the powered-off node boots again and rejoins.
+# mismatches, and the powered-off node boots again and rejoins.  Before
+# the failure, a round of writes from all three must cost no lock
+# operation and no cluster message (steady state).
 # SKIPs where User-Mode Linux cannot run.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 set -u
@@ -95,8 +97,21 @@ cstart
 wait_s 60 stw '(.cluster.members | if type == "array" then length else . end) == 3' ||
     gfail "members: $(st .cluster.members)"
 r members3 "$(st .cluster.members)"
+keeplog fail
 touch "$W/$NODE.ready"
 wait_s 60 sh -c '[ "$(ls "$0"/n?.ready | wc -l)" = 3 ]' "$W" || gfail "not all 3 ready"
+
+# steady state: one round of writes from all three; no lock operation and
+# no cluster message may come of it (read once all three are done)
+steady_before=$(st '"\(.counters.lock_ops) \(.counters.messages)"')
+w0=$(st .counters.writes)
+cl_writer "$k" "$base" /run/steady.log "$W/nostop" 1
+grep -q "$CL_FAILED" /run/steady.log && { cat /run/steady.log; gfail "steady writes failed"; }
+touch "$W/$NODE.steady"
+wait_s 60 sh -c '[ "$(ls "$0"/n?.steady | wc -l)" = 3 ]' "$W" || gfail "not all 3 wrote"
+r steady_writes $(($(st .counters.writes) - w0))
+r steady_before "$steady_before"
+r steady_after "$(st '"\(.counters.lock_ops) \(.counters.messages)"')"
 
 if [ "$NODE" = n2 ]; then
     # the victim: slow one leg so that a write is surely in flight, and
@@ -191,6 +206,16 @@ touch "$W/$NODE.stopped"
 wait_s 60 sh -c '[ "$(ls "$0"/n?.stopped | wc -l)" = 3 ]' "$W"
 G
 
+# on a failure, what each node said and the end of its engine's log
+dump_nodes() {
+    [ "${rc:-0}" = 0 ] && return 0
+    for n in n1 n2 n3; do
+        echo "--- $n: $(uml_results "$n" 2>/dev/null | grep -E '^fail' | tr '\n' ' ')"
+        tail -n 5 "$W/$n.start.out" "$W/$n.fail.engine.log" 2>/dev/null
+        tr -d '\r' <"$W/$n.console" 2>/dev/null | grep -aE 'dlm:|clraid' | tail -n 8
+    done
+}
+cleanup_fn dump_nodes
 t0=$(now_ms)
 for n in n1 n2 n3; do uml_start "$n" "$W/node.sh" "$TESTDIR/a.img" "$TESTDIR/b.img"; done
 uml_wait_line n2 '^R victim_writing' 100
@@ -198,6 +223,13 @@ t_kill=$(now_ms)
 uml_kill n2
 echo "n2 powered off mid-write ($(uml_r n2 victim_writing)), $((t_kill - t0)) ms after the boot"
 for n in n1 n2 n3; do echo "$n: slot $(uml_r $n slot), started in $(uml_r $n start_ms) ms"; done
+for n in n1 n2 n3; do
+    sb=$(uml_r $n steady_before) sa=$(uml_r $n steady_after) sw=$(uml_r $n steady_writes)
+    echo "$n steady state: ${sw:-?} writes; lock_ops messages before [$sb] after [$sa]"
+    { [ -n "$sb" ] && [ "$sb" = "$sa" ]; } || fail "$n: steady-state writes changed lock_ops/messages: [$sb] -> [$sa]"
+    [ "${sw:-0}" -ge "$CL_NB" ] || fail "$n: counters.writes grew by ${sw:-?} for $CL_NB writes"
+done
+echo "ok: steady-state writes cost no lock operation and no message on the kernel DLM"
 # the victim's writer log, as its console has it (its last write in flight)
 tr -d '\r' <"$W/n2.console" | sed -n 's/^VW //p' >"$TESTDIR/w.2.log"
 [ "$(tail -n 1 "$TESTDIR/w.2.log" | cut -d' ' -f1)" = end ] ||

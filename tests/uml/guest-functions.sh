@@ -70,6 +70,10 @@ guest_dlm() {
     dlm_controld --foreground 1 --enable_fencing 0 --enable_startup_fencing 0 \
         --protocol tcp >"$UML_WORK/$NODE.dlm_controld.log" 2>&1 &
     wait_for 60 sh -c 'dlm_tool status 2>/dev/null | grep -q "^cluster nodeid"' || gfail "dlm_controld did not come up in 60 s"
+    # dlm_controld answers before it has given the kernel our address: a
+    # lockspace made before that fails ("no local IP address has been set")
+    wait_for 60 sh -c 'grep -qx 1 /sys/kernel/config/dlm/cluster/comms/*/local' ||
+        gfail "dlm_controld did not configure the kernel DLM's address in 60 s"
 }
 
 # guest_nodeid: this node's corosync node id (1-based position in UML_NODES).
