@@ -473,7 +473,7 @@ void clr_array_free(struct clr_array *a)
     pthread_mutex_destroy(&a->mgmt_lock);
     pthread_mutex_destroy(&a->bm_lock);
     pthread_cond_destroy(&a->bm_cond);
-    clr_arr_cl_free(a);
+    arr_cl_free(a);
     free(a->lock_backend);
     free(a->name);
     free(a);

@@ -72,6 +72,9 @@ struct arr_cluster {
     bool rec_on;
     atomic_uint_fast64_t lock_ops;
     bool frozen_by_cluster;
+    /* the thread that holds `metadata` (meta_begin .. meta_end) (mu) */
+    bool meta_owned;
+    pthread_t meta_owner;
     int members;                    /* live members at the last event (mu) */
     char backend[16];
     uint64_t dead_pending;          /* slots that died: NEWDISK candidates
@@ -86,20 +89,39 @@ struct arr_cluster {
     int64_t hold_start_ms, hold_end_ms;
 };
 
-/* The thread holding `metadata` (its superblock writes need no second begin). */
-static __thread bool tl_meta_held;
-/* Members that refused this thread's last broadcast (h_send). */
-static __thread unsigned tl_refused;
 /* The message this (receive) thread is processing: sender slot, type. */
 static __thread int tl_rx_sender = -1, tl_rx_type = -1;
 /* reload_sb settles every NEWDISK candidate (METADATA_UPDATED, our own
  * metadata section), else only those of dead adders */
 static __thread bool tl_settle_all;
 
-bool clr_arr_cl_meta_held(void)
+/* `metadata` is held by the calling thread (its superblock writes need
+ * no second begin).  Only the holder sets or clears the owner, so the
+ * answer for the calling thread cannot change under it. */
+static bool cl_meta_held(struct clr_array *a)
 {
-    return tl_meta_held;
+    struct arr_cluster *cl = a->cl;
+    bool mine;
+
+    if (!cl)
+        return false;
+    pthread_mutex_lock(&cl->mu);
+    mine = cl->meta_owned && pthread_equal(cl->meta_owner, pthread_self());
+    pthread_mutex_unlock(&cl->mu);
+    return mine;
 }
+
+static void cl_meta_owner(struct arr_cluster *cl, bool held)
+{
+    pthread_mutex_lock(&cl->mu);
+    cl->meta_owned = held;
+    cl->meta_owner = pthread_self();
+    pthread_mutex_unlock(&cl->mu);
+}
+
+static int cl_meta_begin(struct clr_array *a);
+static int cl_meta_end(struct clr_array *a, bool send);
+static const struct arr_cluster_ops cl_ops;
 
 static bool cl_stopping(struct arr_cluster *cl)
 {
@@ -330,7 +352,6 @@ static int h_send(void *arg, const struct clr_mdc_msg *m, unsigned *refused)
     rc = clr_bcast_send(cl->bc, &raw, &res);
     if (refused)
         *refused = res.refused;
-    tl_refused = rc ? 0 : res.refused;
     return rc;
 }
 
@@ -681,7 +702,7 @@ static bool recovered_elsewhere(const struct clr_md_sb *own, const struct clr_md
            own->dev_roles[dn] == (uint16_t)role && !member_recovering(own) && own->events >= sb->events;
 }
 
-int clr_arr_cl_rebuild_check(struct clr_array *a, struct arr_member *m, uint64_t *off)
+static int cl_rebuild_check(struct clr_array *a, struct arr_member *m, uint64_t *off)
 {
     struct clr_md_sb own, sb;
     struct clr_io_dev *io;
@@ -1401,7 +1422,7 @@ static const struct clr_mdc_host host_ops = {
     .log = h_log,
 };
 
-void clr_arr_cl_free(struct clr_array *a)
+static void cl_free(struct clr_array *a)
 {
     struct arr_cluster *cl = a->cl;
 
@@ -1421,6 +1442,7 @@ void clr_arr_cl_free(struct clr_array *a)
     pthread_cond_destroy(&cl->cond);
     free(cl);
     a->cl = NULL;
+    a->clops = NULL;
 }
 
 /* Releases our lock objects (before the lockspace closes). */
@@ -1456,7 +1478,7 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
     uint64_t win;
     bool was_nowait;
 
-    clr_arr_cl_free(a);     /* a previous run's */
+    cl_free(a);     /* a previous run's */
     cl = calloc(1, sizeof *cl);
     if (!cl)
         return clr_err_set(e, -ENOMEM, "out of memory");
@@ -1465,6 +1487,7 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
     pthread_mutex_init(&cl->mu, NULL);
     pthread_cond_init(&cl->cond, NULL);
     a->cl = cl;
+    a->clops = &cl_ops;
     cl_lsname(a, lsname);
     lc.backend = a->lock_backend;
     lc.name = lsname;
@@ -1569,9 +1592,9 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
     /* md's do_md_run: going active is a superblock update through the
      * clustered path: re-read under `metadata`, METADATA_UPDATED (the
      * others re-read too: a role change a dead writer never announced) */
-    rc = clr_arr_cl_meta_begin(a);
+    rc = cl_meta_begin(a);
     if (rc == 0)
-        rc = clr_arr_cl_meta_end(a, true);
+        rc = cl_meta_end(a, true);
     if (rc) {
         clr_err_set(e, rc, "cannot announce this node's start to the cluster: %s", strerror(-rc));
         {
@@ -1603,7 +1626,7 @@ fail:
     return rc;
 }
 
-bool clr_arr_cl_alone(struct clr_array *a)
+static bool cl_alone(struct clr_array *a)
 {
     bool alone;
 
@@ -1624,7 +1647,7 @@ static void cl_signal_stop(struct arr_cluster *cl)
     pthread_mutex_unlock(&cl->mu);
 }
 
-void clr_arr_cl_stop_threads(struct clr_array *a)
+static void cl_stop_threads(struct clr_array *a)
 {
     struct arr_cluster *cl = a->cl;
 
@@ -1636,14 +1659,14 @@ void clr_arr_cl_stop_threads(struct clr_array *a)
     cl->rec_on = false;
 }
 
-void clr_arr_cl_leave(struct clr_array *a, bool unclean)
+static void cl_leave(struct clr_array *a, bool unclean)
 {
     struct arr_cluster *cl = a->cl;
     int rc;
 
     if (!cl || !cl->joined)
         return;
-    clr_arr_cl_stop_threads(a);
+    cl_stop_threads(a);
     rc = clr_mdc_leave(&cl->mdc, unclean);
     if (rc)
         clr_arr_log(a, LOG_WARNING, "cluster: leaving: %s", strerror(-rc));
@@ -1652,7 +1675,7 @@ void clr_arr_cl_leave(struct clr_array *a, bool unclean)
     clr_arr_log(a, LOG_INFO, "left the cluster%s", unclean ? " (dirty chunks handed to the others)" : "");
 }
 
-void clr_arr_cl_crash(struct clr_array *a, bool lost, uint64_t *member)
+static void cl_crash(struct clr_array *a, bool lost, uint64_t *member)
 {
     struct arr_cluster *cl = a->cl;
 
@@ -1684,20 +1707,20 @@ int clr_array_confirm_dead(struct clr_array *a, uint64_t member)
     return rc;
 }
 
-void clr_arr_cl_crash_finish(struct clr_array *a)
+static void cl_crash_finish(struct clr_array *a)
 {
     struct arr_cluster *cl = a->cl;
 
     if (!cl || !cl->joined)
         return;
-    clr_arr_cl_stop_threads(a);
+    cl_stop_threads(a);
     cl->joined = false;
     cl_close(a, true);
 }
 
 /* ---- data path ---- */
 
-uint64_t clr_arr_cl_gen(struct clr_array *a)
+static uint64_t cl_gen(struct clr_array *a)
 {
     uint64_t g;
 
@@ -1709,7 +1732,7 @@ uint64_t clr_arr_cl_gen(struct clr_array *a)
     return g;
 }
 
-void clr_arr_cl_wait(struct clr_array *a, uint64_t gen, unsigned ms)
+static void cl_wait(struct clr_array *a, uint64_t gen, unsigned ms)
 {
     struct arr_cluster *cl = a->cl;
     struct timespec ts;
@@ -1724,30 +1747,30 @@ void clr_arr_cl_wait(struct clr_array *a, uint64_t gen, unsigned ms)
     pthread_mutex_unlock(&cl->mu);
 }
 
-bool clr_arr_cl_write_blocked(struct clr_array *a, uint64_t lo, uint64_t hi)
+static bool cl_write_blocked(struct clr_array *a, uint64_t lo, uint64_t hi)
 {
     /* a lost node not yet fenced holds every new write; a remote resync
      * window holds the ones inside it */
     return a->cl && (clr_mdc_writes_held(&a->cl->mdc) || clr_mdc_write_blocked(&a->cl->mdc, lo, hi));
 }
 
-bool clr_arr_cl_read_first(struct clr_array *a, uint64_t lo, uint64_t hi)
+static bool cl_read_first(struct clr_array *a, uint64_t lo, uint64_t hi)
 {
     return a->cl && clr_mdc_read_first(&a->cl->mdc, lo, hi);
 }
 
 /* ---- superblocks ---- */
 
-int clr_arr_cl_meta_begin(struct clr_array *a)
+static int cl_meta_begin(struct clr_array *a)
 {
     int rc;
 
-    if (!a->cl || tl_meta_held)
+    if (!a->cl || cl_meta_held(a))
         return 0;
     rc = clr_mdc_meta_begin(&a->cl->mdc);
     if (rc)
         return rc;
-    tl_meta_held = true;
+    cl_meta_owner(a->cl, true);
     tl_settle_all = true;   /* no NEWDISK of another node is in flight now */
     reload_sb(a, CLR_MDC_ANY_DEV);
     tl_settle_all = false;
@@ -1758,13 +1781,13 @@ int clr_arr_cl_meta_begin(struct clr_array *a)
  * this thread wrote meanwhile counts as announced only if every node
  * processed the message: a send error, or a node refusing it (its reload
  * failed), is an error. */
-int clr_arr_cl_meta_end(struct clr_array *a, bool send)
+static int cl_meta_end(struct clr_array *a, bool send)
 {
     struct arr_member *g;
     uint64_t written;
     int rc;
 
-    if (!a->cl || !tl_meta_held)
+    if (!a->cl || !cl_meta_held(a))
         return 0;
     g = good_member(a);
     if (send && !g) {
@@ -1774,15 +1797,11 @@ int clr_arr_cl_meta_end(struct clr_array *a, bool send)
     pthread_mutex_lock(&a->meta_lock);
     written = a->sb_done_gen;
     pthread_mutex_unlock(&a->meta_lock);
-    tl_meta_held = false;
-    tl_refused = 0;
+    cl_meta_owner(a->cl, false);
+    /* the core turns a refusal into -EREMOTEIO (engine/cluster/mdc.c) */
     rc = clr_mdc_meta_end(&a->cl->mdc, g ? g->dev_number : 0, send);
-    if (rc == 0 && send && tl_refused) {
-        clr_arr_log(a, LOG_ERR, "cluster: METADATA_UPDATED refused by %u node(s): they could not re-read the superblock",
-                    tl_refused);
-        rc = -EREMOTEIO;
-    }
-    tl_refused = 0;
+    if (rc == -EREMOTEIO && send)
+        clr_arr_log(a, LOG_ERR, "cluster: METADATA_UPDATED refused: some node could not re-read the superblock");
     if (rc && !send) {
         clr_arr_log(a, LOG_ERR, "cluster: releasing the metadata lock: %s", strerror(-rc));
         rc = 0;     /* nothing to announce: not the caller's failure */
@@ -1799,29 +1818,7 @@ int clr_arr_cl_meta_end(struct clr_array *a, bool send)
 
 /* ---- sync ---- */
 
-bool clr_arr_needed_extent(struct clr_array *a, uint64_t *lo, uint64_t *hi)
-{
-    uint64_t cs = a->bmc.chunk_sectors, first = UINT64_MAX, last = 0;
-
-    pthread_mutex_lock(&a->bm_lock);
-    for (uint64_t k = 0; k < a->bmc.nchunks; k++) {
-        if (!clr_bmc_is_needed(&a->bmc, k))
-            continue;
-        if (first == UINT64_MAX)
-            first = k;
-        last = k;
-    }
-    pthread_mutex_unlock(&a->bm_lock);
-    if (first == UINT64_MAX) {
-        *lo = *hi = 0;
-        return false;
-    }
-    *lo = first * cs;
-    *hi = (last + 1) * cs < a->sync_sectors ? (last + 1) * cs : a->sync_sectors;
-    return true;
-}
-
-int clr_arr_cl_resync_begin(struct clr_array *a, uint64_t lo, uint64_t hi)
+static int cl_resync_begin(struct clr_array *a, uint64_t lo, uint64_t hi)
 {
     int rc;
 
@@ -1841,7 +1838,7 @@ int clr_arr_cl_resync_begin(struct clr_array *a, uint64_t lo, uint64_t hi)
     }
 }
 
-int clr_arr_cl_resync_window(struct clr_array *a, uint64_t lo, uint64_t hi, uint64_t end)
+static int cl_resync_window(struct clr_array *a, uint64_t lo, uint64_t hi, uint64_t end)
 {
     uint64_t dlo, dhi;
 
@@ -1852,7 +1849,7 @@ int clr_arr_cl_resync_window(struct clr_array *a, uint64_t lo, uint64_t hi, uint
     return clr_mdc_resync_window(&a->cl->mdc, lo, hi, end, dlo);
 }
 
-void clr_arr_cl_resync_end(struct clr_array *a)
+static void cl_resync_end(struct clr_array *a)
 {
     uint64_t lo, hi;
     int rc;
@@ -1867,37 +1864,33 @@ void clr_arr_cl_resync_end(struct clr_array *a)
 
 /* ---- management ---- */
 
-int clr_arr_cl_send_remove(struct clr_array *a, uint32_t dev_number)
+static int cl_send_remove(struct clr_array *a, uint32_t dev_number)
 {
     return a->cl ? clr_mdc_send_remove(&a->cl->mdc, dev_number) : 0;
 }
 
-int clr_arr_cl_readd(struct clr_array *a, uint32_t dev_number)
+static int cl_readd(struct clr_array *a, uint32_t dev_number)
 {
     int rc;
 
     if (!a->cl)
         return 0;
-    tl_refused = 0;
     rc = clr_mdc_send_readd(&a->cl->mdc, dev_number);
-    if (rc == 0 && tl_refused) {
-        clr_arr_log(a, LOG_ERR, "cluster: RE_ADD of device %u refused by %u node(s)", dev_number, tl_refused);
-        rc = -EREMOTEIO;
-    }
-    tl_refused = 0;
+    if (rc == -EREMOTEIO)
+        clr_arr_log(a, LOG_ERR, "cluster: RE_ADD of device %u refused by some node", dev_number);
     if (rc == 0)
         rc = clr_mdc_gather_bitmaps(&a->cl->mdc);
     return rc;
 }
 
-int clr_arr_cl_newdisk(struct clr_array *a, const uint8_t uuid[16], uint32_t dev_number)
+static int cl_newdisk(struct clr_array *a, const uint8_t uuid[16], uint32_t dev_number)
 {
     return a->cl ? clr_mdc_newdisk(&a->cl->mdc, uuid, dev_number) : 0;
 }
 
 /* ---- status ---- */
 
-void clr_arr_cl_status(struct clr_array *a, json_object *o, uint64_t *lock_ops, uint64_t *messages)
+static void cl_status(struct clr_array *a, json_object *o, uint64_t *lock_ops, uint64_t *messages)
 {
     json_object *c = json_object_new_object(), *x;
     struct clr_mdc_stats st;
@@ -1905,22 +1898,8 @@ void clr_arr_cl_status(struct clr_array *a, json_object *o, uint64_t *lock_ops, 
 
     *lock_ops = *messages = 0;
     if (!cl || !cl->mdc_ready) {
-        json_object_object_add(c, "backend", json_object_new_string(a->lock_backend ? a->lock_backend : "local"));
-        json_object_object_add(c, "slot", json_object_new_int64(a->slot));
-        json_object_object_add(c, "members", json_object_new_int(a->cluster ? 0 : 1));
-        json_object_object_add(c, "recovered_slots", json_object_new_int(0));
-        json_object_object_add(c, "recovering", json_object_new_boolean(false));
-        json_object_object_add(c, "read_balancing", json_object_new_boolean(true));
-        json_object_object_add(c, "remote_window", NULL);
-        json_object_object_add(c, "last_takeover", NULL);
-        json_object_object_add(c, "recovery_started_ms", NULL);
-        json_object_object_add(c, "read_balancing_restored_ms", NULL);
-        json_object_object_add(c, "writes_held", json_object_new_boolean(false));
-        json_object_object_add(c, "unconfirmed", json_object_new_int(0));
-        json_object_object_add(c, "write_hold", NULL);
-        json_object_object_add(c, "messages_sent", json_object_new_int(0));
-        json_object_object_add(c, "messages_received", json_object_new_int(0));
-        json_object_object_add(o, "cluster", c);
+        json_object_put(c);
+        clr_arr_status_no_cluster(a, o);
         return;
     }
     int64_t started, restored, taken, hold0, hold1;
@@ -1984,3 +1963,28 @@ void clr_arr_cl_status(struct clr_array *a, json_object *o, uint64_t *lock_ops, 
     *lock_ops = atomic_load(&cl->lock_ops);
     *messages = st.msgs_sent + st.msgs_received;
 }
+
+/* ---- the table the core calls (array_internal.h) ---- */
+
+static const struct arr_cluster_ops cl_ops = {
+    .gen = cl_gen,
+    .wait = cl_wait,
+    .write_blocked = cl_write_blocked,
+    .read_first = cl_read_first,
+    .meta_begin = cl_meta_begin,
+    .meta_end = cl_meta_end,
+    .meta_held = cl_meta_held,
+    .resync_begin = cl_resync_begin,
+    .resync_window = cl_resync_window,
+    .resync_end = cl_resync_end,
+    .rebuild_check = cl_rebuild_check,
+    .send_remove = cl_send_remove,
+    .readd = cl_readd,
+    .newdisk = cl_newdisk,
+    .status = cl_status,
+    .alone = cl_alone,
+    .leave = cl_leave,
+    .crash = cl_crash,
+    .crash_finish = cl_crash_finish,
+    .free = cl_free,
+};

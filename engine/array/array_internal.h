@@ -205,84 +205,193 @@ struct clr_array {
     bool cluster;                   /* run the md-cluster protocol */
     bool crashed;                   /* test crash: write nothing more */
     struct arr_cluster *cl;
+    const struct arr_cluster_ops *clops;    /* NULL: a single node */
 };
 
-/* array_meta.c */
+/* ---- array_state.c: lowest layer, calls nothing else of engine/array ---- */
 int64_t clr_arr_wall_ms(void);
 void clr_arr_log(struct clr_array *a, int prio, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 uint64_t clr_arr_now_ns(void);
-int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean);
-int clr_arr_member_failed(struct clr_array *a, struct arr_member *m, int err);
-/* this thread must not wait for a thaw (management calls, start);
- * returns the previous setting */
-bool clr_arr_nowait(bool on);
+bool clr_arr_is_frozen(struct clr_array *a);
 void clr_arr_recompute_locked(struct clr_array *a);
-int clr_arr_wait_thaw(struct clr_array *a);
-int clr_arr_bm_start_write(struct clr_array *a, uint64_t ss, uint64_t sn);
-void clr_arr_bm_end_write(struct clr_array *a, uint64_t ss, uint64_t sn, bool ok);
-int clr_arr_bm_flush(struct clr_array *a);
 void clr_arr_sync_kick_locked(struct clr_array *a);
 bool clr_arr_enough_without(struct clr_array *a, int role);
 void clr_arr_bm_set_degraded(struct clr_array *a);
+/* marks @m Faulty (a->lock held); false if that would leave too little
+ * redundancy (nothing changed then) */
+bool clr_arr_mark_faulty_locked(struct clr_array *a, struct arr_member *m);
+bool clr_arr_mark_faulty_remote_locked(struct clr_array *a, struct arr_member *m);
+void clr_arr_take_spare_locked(struct clr_array *a, int role);
+void clr_arr_status_no_cluster(struct clr_array *a, json_object *o);
 
-/* range lock (array_meta.c) */
+/* range lock (array_state.c) */
 void clr_arr_rl_init(struct arr_rlock *rl);
 void clr_arr_rl_destroy(struct arr_rlock *rl);
 void clr_arr_rl_lock(struct arr_rlock *rl, struct arr_range *r, uint64_t start, uint64_t n);
 void clr_arr_rl_unlock(struct arr_rlock *rl, struct arr_range *r);
 
-/* array_io.c */
-int clr_arr_flush_all(struct clr_array *a);
-void clr_arr_pool_init(struct clr_array *a);
-void clr_arr_pool_destroy(struct clr_array *a);
-
-static inline uint64_t arr_dev_off(const struct arr_member *m, uint64_t dsec)
-{
-    return (m->sb.data_offset + dsec) * ARR_SECTOR;
-}
-
-/* array_cluster.c: the cluster host (no-ops when a->cl is NULL) */
-int clr_arr_cl_check_config(const struct clr_array *a, struct clr_err *e);
-int clr_arr_cl_start(struct clr_array *a, struct clr_err *e);
-void clr_arr_cl_stop_threads(struct clr_array *a);
-bool clr_arr_cl_alone(struct clr_array *a);
-void clr_arr_cl_leave(struct clr_array *a, bool unclean);
-void clr_arr_cl_crash(struct clr_array *a, bool lost, uint64_t *member);
-void clr_arr_cl_crash_finish(struct clr_array *a);
-void clr_arr_cl_free(struct clr_array *a);
-/* data path */
-uint64_t clr_arr_cl_gen(struct clr_array *a);
-void clr_arr_cl_wait(struct clr_array *a, uint64_t gen, unsigned ms);
-bool clr_arr_cl_write_blocked(struct clr_array *a, uint64_t lo, uint64_t hi);
-bool clr_arr_cl_read_first(struct clr_array *a, uint64_t lo, uint64_t hi);
-/* superblocks: begin takes `metadata` and reloads the superblock from disk;
- * end broadcasts METADATA_UPDATED (if @sent) and releases */
-int clr_arr_cl_meta_begin(struct clr_array *a);
-int clr_arr_cl_meta_end(struct clr_array *a, bool send);
-bool clr_arr_cl_meta_held(void);
-/* sync thread */
-int clr_arr_cl_resync_begin(struct clr_array *a, uint64_t lo, uint64_t hi);
-int clr_arr_cl_resync_window(struct clr_array *a, uint64_t lo, uint64_t hi, uint64_t end);
-void clr_arr_cl_resync_end(struct clr_array *a);
-bool clr_arr_needed_extent(struct clr_array *a, uint64_t *lo, uint64_t *hi);
-/* 1: another node finished rebuilding @m; else *off raised to its
- * checkpoint on disk */
-int clr_arr_cl_rebuild_check(struct clr_array *a, struct arr_member *m, uint64_t *off);
-/* management */
-int clr_arr_cl_send_remove(struct clr_array *a, uint32_t dev_number);
-int clr_arr_cl_readd(struct clr_array *a, uint32_t dev_number);
-int clr_arr_cl_newdisk(struct clr_array *a, const uint8_t uuid[16], uint32_t dev_number);
-void clr_arr_cl_status(struct clr_array *a, json_object *o, uint64_t *lock_ops,
-                       uint64_t *messages);
+/* ---- array_super.c ---- */
+int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean);
+int clr_arr_member_failed(struct clr_array *a, struct arr_member *m, int err);
+/* this thread must not wait for a thaw (management calls, start);
+ * returns the previous setting */
+bool clr_arr_nowait(bool on);
+int clr_arr_wait_thaw(struct clr_array *a);
 /* failures inside a range-locked section are written after it (cluster) */
 void clr_arr_defer_begin(struct clr_array *a);
 int clr_arr_defer_end(struct clr_array *a);
 /* a write-behind leg failed: before the ack, wait until the failure's
  * announcer released `metadata` (every node stopped reading the member) */
 int clr_arr_behind_failed(struct clr_array *a, struct arr_member *m);
-bool clr_arr_mark_faulty_remote_locked(struct clr_array *a, struct arr_member *m);
-void clr_arr_take_spare_locked(struct clr_array *a, int role);
+
+/* ---- array_bitmap.c ---- */
+int clr_arr_bm_start_write(struct clr_array *a, uint64_t ss, uint64_t sn);
+void clr_arr_bm_end_write(struct clr_array *a, uint64_t ss, uint64_t sn, bool ok);
+int clr_arr_bm_flush(struct clr_array *a);
+bool clr_arr_bm_final_flush(struct clr_array *a);
+bool clr_arr_bm_region_needed(struct clr_array *a, uint64_t ls, uint64_t n);
+/* the sync-sector extent of our NEEDED chunks; false: none */
+bool clr_arr_needed_extent(struct clr_array *a, uint64_t *lo, uint64_t *hi);
+void *clr_arr_bm_daemon(void *arg);
+
+/* ---- array_parity.c (stripe buffer pool) ---- */
+void clr_arr_pool_init(struct clr_array *a);
+void clr_arr_pool_destroy(struct clr_array *a);
+
+/* ---- array_io.c ---- */
+int clr_arr_flush_all(struct clr_array *a);
+
+static inline uint64_t arr_dev_off(const struct arr_member *m, uint64_t dsec)
+{
+    return (m->sb.data_offset + dsec) * ARR_SECTOR;
+}
+
+/* ---- array_cluster.c: the cluster host ----
+ * The core reaches the cluster only through this table, which
+ * clr_arr_cl_start() registers (a->clops; NULL: a single node), as md.c
+ * reaches md-cluster only through mddev->cluster_ops.  The arr_cl_*
+ * wrappers give the single-node answer when there is no table. */
+struct arr_cluster_ops {
+    /* data path: a generation to wait on for window/hold changes */
+    uint64_t (*gen)(struct clr_array *a);
+    void (*wait)(struct clr_array *a, uint64_t gen, unsigned ms);
+    bool (*write_blocked)(struct clr_array *a, uint64_t lo, uint64_t hi);
+    bool (*read_first)(struct clr_array *a, uint64_t lo, uint64_t hi);
+    /* superblocks: begin takes `metadata` and reloads the superblock from
+     * disk; end broadcasts METADATA_UPDATED (if @send) and releases;
+     * held: this thread holds `metadata` */
+    int (*meta_begin)(struct clr_array *a);
+    int (*meta_end)(struct clr_array *a, bool send);
+    bool (*meta_held)(struct clr_array *a);
+    /* sync thread */
+    int (*resync_begin)(struct clr_array *a, uint64_t lo, uint64_t hi);
+    int (*resync_window)(struct clr_array *a, uint64_t lo, uint64_t hi, uint64_t end);
+    void (*resync_end)(struct clr_array *a);
+    /* 1: another node finished rebuilding @m; else *off raised to its
+     * checkpoint on disk */
+    int (*rebuild_check)(struct clr_array *a, struct arr_member *m, uint64_t *off);
+    /* management */
+    int (*send_remove)(struct clr_array *a, uint32_t dev_number);
+    int (*readd)(struct clr_array *a, uint32_t dev_number);
+    int (*newdisk)(struct clr_array *a, const uint8_t uuid[16], uint32_t dev_number);
+    void (*status)(struct clr_array *a, json_object *o, uint64_t *lock_ops, uint64_t *messages);
+    /* lifecycle */
+    bool (*alone)(struct clr_array *a);
+    void (*leave)(struct clr_array *a, bool unclean);
+    void (*crash)(struct clr_array *a, bool lost, uint64_t *member);
+    void (*crash_finish)(struct clr_array *a);
+    void (*free)(struct clr_array *a);
+};
+
+/* Checks a clustered array's configuration before anything runs. */
+int clr_arr_cl_check_config(const struct clr_array *a, struct clr_err *e);
+/* Joins the cluster and registers a->clops (also on failure: the
+ * caller's stop and free release what was set up). */
+int clr_arr_cl_start(struct clr_array *a, struct clr_err *e);
+
+static inline uint64_t arr_cl_gen(struct clr_array *a)
+{
+    return a->clops ? a->clops->gen(a) : 0;
+}
+static inline void arr_cl_wait(struct clr_array *a, uint64_t gen, unsigned ms)
+{
+    if (a->clops)
+        a->clops->wait(a, gen, ms);
+}
+static inline bool arr_cl_write_blocked(struct clr_array *a, uint64_t lo, uint64_t hi)
+{
+    return a->clops && a->clops->write_blocked(a, lo, hi);
+}
+static inline bool arr_cl_read_first(struct clr_array *a, uint64_t lo, uint64_t hi)
+{
+    return a->clops && a->clops->read_first(a, lo, hi);
+}
+static inline int arr_cl_meta_begin(struct clr_array *a)
+{
+    return a->clops ? a->clops->meta_begin(a) : 0;
+}
+static inline int arr_cl_meta_end(struct clr_array *a, bool send)
+{
+    return a->clops ? a->clops->meta_end(a, send) : 0;
+}
+static inline bool arr_cl_meta_held(struct clr_array *a)
+{
+    return a->clops && a->clops->meta_held(a);
+}
+static inline int arr_cl_resync_begin(struct clr_array *a, uint64_t lo, uint64_t hi)
+{
+    return a->clops ? a->clops->resync_begin(a, lo, hi) : 0;
+}
+static inline int arr_cl_resync_window(struct clr_array *a, uint64_t lo, uint64_t hi, uint64_t end)
+{
+    return a->clops ? a->clops->resync_window(a, lo, hi, end) : 0;
+}
+static inline void arr_cl_resync_end(struct clr_array *a)
+{
+    if (a->clops)
+        a->clops->resync_end(a);
+}
+static inline int arr_cl_rebuild_check(struct clr_array *a, struct arr_member *m, uint64_t *off)
+{
+    return a->clops ? a->clops->rebuild_check(a, m, off) : 0;
+}
+static inline int arr_cl_send_remove(struct clr_array *a, uint32_t dev_number)
+{
+    return a->clops ? a->clops->send_remove(a, dev_number) : 0;
+}
+static inline int arr_cl_readd(struct clr_array *a, uint32_t dev_number)
+{
+    return a->clops ? a->clops->readd(a, dev_number) : 0;
+}
+static inline int arr_cl_newdisk(struct clr_array *a, const uint8_t uuid[16], uint32_t dev_number)
+{
+    return a->clops ? a->clops->newdisk(a, uuid, dev_number) : 0;
+}
+static inline bool arr_cl_alone(struct clr_array *a)
+{
+    return !a->clops || a->clops->alone(a);
+}
+static inline void arr_cl_leave(struct clr_array *a, bool unclean)
+{
+    if (a->clops)
+        a->clops->leave(a, unclean);
+}
+static inline void arr_cl_crash(struct clr_array *a, bool lost, uint64_t *member)
+{
+    if (a->clops)
+        a->clops->crash(a, lost, member);
+}
+static inline void arr_cl_crash_finish(struct clr_array *a)
+{
+    if (a->clops)
+        a->clops->crash_finish(a);
+}
+static inline void arr_cl_free(struct clr_array *a)
+{
+    if (a->clops)
+        a->clops->free(a);
+}
 
 /* array_sync.c */
 void *clr_arr_sync_main(void *arg);
@@ -295,7 +404,18 @@ struct arr_leg {
     int res;
     bool behind;                    /* write-behind leg: result ignored */
 };
+/* array_state.c */
 void clr_arr_leg_done(void *arg, int res);
+/* array_legs.c */
+void clr_arr_leg_submit(struct arr_leg *l, struct clr_io_wg *wg, struct arr_member *m, bool write,
+                        void *buf, size_t len, uint64_t dsec, unsigned ioflags);
+/* fails every member whose leg failed: -EAGAIN if one was the last copy
+ * (the array froze); *bad counts failed legs */
+int clr_arr_legs_settle(struct clr_array *a, struct arr_leg *legs, unsigned n, unsigned *bad);
+static inline bool arr_writable(enum arr_mstate s)
+{
+    return s == ARR_M_IN_SYNC || s == ARR_M_REBUILDING;
+}
 
 /* Snapshot of the roles, taken once per request under lock. */
 struct arr_view {

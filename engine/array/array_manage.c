@@ -158,7 +158,11 @@ json_object *clr_array_status_json(struct clr_array *a)
         json_object_object_add(o, "frozen", NULL);
     }
     pthread_mutex_unlock(&a->lock);
-    clr_arr_cl_status(a, o, &lock_ops, &messages);
+    lock_ops = messages = 0;
+    if (a->clops)
+        a->clops->status(a, o, &lock_ops, &messages);
+    else
+        clr_arr_status_no_cluster(a, o);
     x = json_object_new_object();
     json_object_object_add(x, "reads", json_object_new_int64((int64_t)atomic_load(&a->n_reads)));
     json_object_object_add(x, "writes", json_object_new_int64((int64_t)atomic_load(&a->n_writes)));
@@ -216,7 +220,7 @@ static int mgmt_remove_device(struct clr_array *a, const char *path, struct clr_
     if (rc)
         return rc;
     /* cluster: every node forgets it first (md: REMOVE, then the kick) */
-    rc = clr_arr_cl_send_remove(a, m->dev_number);
+    rc = arr_cl_send_remove(a, m->dev_number);
     if (rc)
         return clr_err_set(e, rc, "%s: the other nodes did not take the removal (%s): retry", path,
                            strerror(-rc));
@@ -352,12 +356,12 @@ static int mgmt_add_device(struct clr_array *a, const char *path, struct clr_err
     if (a->cl) {
         /* cluster (md §3.9): under `metadata`, every node must find the
          * device by its UUID before it becomes a member anywhere */
-        rc = clr_arr_cl_meta_begin(a);
+        rc = arr_cl_meta_begin(a);
         if (rc) {
             clr_err_set(e, rc, "cannot take the cluster metadata lock: %s", strerror(-rc));
             goto rollback;
         }
-        rc = clr_arr_cl_newdisk(a, sb.device_uuid, dn);
+        rc = arr_cl_newdisk(a, sb.device_uuid, dn);
         if (rc) {
             clr_err_set(e, rc, rc == -ENOENT ? "%s: node(s) could not see the new device: add it on every node's configured path first"
                                               : "%s: the other nodes did not take the new device: %s",
@@ -380,7 +384,7 @@ static int mgmt_add_device(struct clr_array *a, const char *path, struct clr_err
     clr_arr_log(a, LOG_NOTICE, "%s: added as device %u", path, dn);
     rc = clr_arr_sb_update(a, gen, false);     /* cluster: inside our `metadata` */
     {
-        int mrc = clr_arr_cl_meta_end(a, true);
+        int mrc = arr_cl_meta_end(a, true);
 
         if (rc == 0)
             rc = mrc;
@@ -393,7 +397,7 @@ rollback:
     /* nothing of it may stay: erase the superblock we wrote */
     memset(buf, 0, CLR_MD_SB_AREA_BYTES);
     clr_io_pwrite(io, buf, CLR_MD_SB_AREA_BYTES, CLR_MD_V12_SB_SECTOR * ARR_SECTOR, CLR_IO_FUA);
-    clr_arr_cl_meta_end(a, true);   /* candidates dropped everywhere */
+    arr_cl_meta_end(a, true);   /* candidates dropped everywhere */
 fail:
     clr_io_free(buf);
     if (m)
@@ -460,7 +464,7 @@ static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_e
     if (a->cl) {
         /* md §3.11 under `metadata` until the role is written: another
          * node's update in between would re-read FAULTY and undo it */
-        rc = clr_arr_cl_meta_begin(a);
+        rc = arr_cl_meta_begin(a);
         if (rc) {
             clr_err_set(e, rc, "cannot take the cluster metadata lock: %s", strerror(-rc));
             goto fail;
@@ -523,7 +527,7 @@ static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_e
     if (a->cl) {
         /* md §3.11: every node writes to it from now on, then every other
          * slot's bits join ours so the pass covers what anyone wrote */
-        rc = clr_arr_cl_readd(a, m->dev_number);
+        rc = arr_cl_readd(a, m->dev_number);
         if (rc) {
             /* some node may write to it now: Faulty again everywhere */
             pthread_mutex_lock(&a->lock);
@@ -538,7 +542,7 @@ static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_e
             pthread_mutex_unlock(&a->lock);
             clr_arr_bm_set_degraded(a);
             clr_arr_sb_update(a, gen, false);
-            clr_arr_cl_meta_end(a, true);
+            arr_cl_meta_end(a, true);
             return clr_err_set(e, rc, "%s: re-add not taken by every node (%s): rolled back, it stays faulty",
                                path, strerror(-rc));
         }
@@ -549,7 +553,7 @@ static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_e
         clr_arr_log(a, LOG_NOTICE, "%s: re-added in role %d, resyncing the bitmap's dirty chunks", path, role);
         rc = clr_arr_sb_update(a, gen, false);     /* inside our `metadata` */
         {
-            int mrc = clr_arr_cl_meta_end(a, true);
+            int mrc = arr_cl_meta_end(a, true);
 
             if (rc == 0)
                 rc = mrc;
@@ -569,7 +573,7 @@ static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_e
     return rc;
 fail:
     if (meta)
-        clr_arr_cl_meta_end(a, false);
+        arr_cl_meta_end(a, false);
     clr_io_free(buf);
     if (fresh)
         clr_io_close(io);

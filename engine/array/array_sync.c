@@ -109,7 +109,7 @@ static int cl_begin(struct clr_array *a, uint64_t lo, uint64_t hi)
 
     if (!a->cl)
         return 0;
-    rc = clr_arr_cl_resync_begin(a, lo, hi);
+    rc = arr_cl_resync_begin(a, lo, hi);
     if (rc && rc != -ECANCELED && rc != -ESHUTDOWN)
         clr_arr_log(a, LOG_ERR, "cluster: cannot become the resyncing node: %s", strerror(-rc));
     return rc;
@@ -211,7 +211,7 @@ static int run_resync(struct clr_array *a)
             continue;
         align_range(a, &s, &e);
         for (uint64_t pos = s; pos < e && rc == 0; pos += us) {
-            rc = clr_arr_cl_resync_window(a, pos, pos + (e - pos < us ? e - pos : us), xhi > e ? xhi : e);
+            rc = arr_cl_resync_window(a, pos, pos + (e - pos < us ? e - pos : us), xhi > e ? xhi : e);
             if (rc == 0)
                 rc = unit(a, ARR_SYNC_RESYNC, pos, e - pos < us ? e - pos : us, &mm);
             progress(a, done * bc + (pos - s), done * bc + (pos - s));
@@ -267,7 +267,7 @@ static int run_resync(struct clr_array *a)
         pthread_mutex_unlock(&a->lock);
     }
     if (cl_on)
-        clr_arr_cl_resync_end(a);
+        arr_cl_resync_end(a);
     clr_arr_log(a, LOG_INFO, "resync %s: %" PRIu64 " chunks", rc ? "failed" : aborted ? "interrupted" : "done", done);
     return rc;
 }
@@ -298,8 +298,8 @@ static int run_recover(struct clr_array *a, struct arr_member *m)
         pthread_mutex_lock(&a->lock);
         off = m->recovery_offset;
         pthread_mutex_unlock(&a->lock);
-        if (clr_arr_cl_rebuild_check(a, m, &off) > 0) {
-            clr_arr_cl_resync_end(a);
+        if (arr_cl_rebuild_check(a, m, &off) > 0) {
+            arr_cl_resync_end(a);
             pthread_mutex_lock(&a->lock);
             if (m->state == ARR_M_REBUILDING) {
                 m->state = ARR_M_IN_SYNC;
@@ -323,7 +323,7 @@ static int run_recover(struct clr_array *a, struct arr_member *m)
          * finished meanwhile sees it in sync above, not recovering */
         rc = clr_arr_sb_update(a, gen, false);
         if (rc) {
-            clr_arr_cl_resync_end(a);
+            arr_cl_resync_end(a);
             return rc;
         }
     }
@@ -364,7 +364,7 @@ static int run_recover(struct clr_array *a, struct arr_member *m)
             last_ckpt = clr_arr_now_ns();
         }
     }
-    clr_arr_cl_resync_end(a);
+    arr_cl_resync_end(a);
     pthread_mutex_lock(&a->lock);
     a->last_resync_bytes = (ds - start) * ARR_SECTOR;
     if (rc == 0 && !aborted && m->state == ARR_M_REBUILDING) {
@@ -406,12 +406,12 @@ static int run_check(struct clr_array *a, enum arr_action act)
         if (should_stop(a))
             break;
         /* repair writes: same window protocol as a resync */
-        rc = clr_arr_cl_resync_window(a, pos, pos + (lim - pos < us ? lim - pos : us), lim);
+        rc = arr_cl_resync_window(a, pos, pos + (lim - pos < us ? lim - pos : us), lim);
         if (rc == 0)
             rc = unit(a, act, pos, lim - pos < us ? lim - pos : us, &mm);
         progress(a, pos, pos);
     }
-    clr_arr_cl_resync_end(a);
+    arr_cl_resync_end(a);
     pthread_mutex_lock(&a->lock);
     a->last_check_mismatches = mm;
     pthread_mutex_unlock(&a->lock);

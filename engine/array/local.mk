@@ -3,11 +3,17 @@ libclraid_la_SOURCES += \
 	engine/array/array.h \
 	engine/array/array_internal.h \
 	engine/array/array_assemble.c \
-	engine/array/array_meta.c \
+	engine/array/array_state.c \
+	engine/array/array_super.c \
+	engine/array/array_bitmap.c \
+	engine/array/array_legs.c \
+	engine/array/array_mirror.c \
+	engine/array/array_parity.c \
 	engine/array/array_io.c \
 	engine/array/array_sync.c \
+	engine/array/array_cluster.c \
 	engine/array/array_manage.c \
-	engine/array/array_cluster.c
+	engine/array/array_run.c
 libclraid_la_LIBADD += $(URING_LIBS) $(ISAL_LIBS) $(JSONC_LIBS) $(BLKID_LIBS)
 
 # Unit/integration tests on member files under $TMPDIR (default /var/tmp).
@@ -24,3 +30,7 @@ TESTS += tests/array/test_array_cluster
 tests_array_test_array_cluster_SOURCES = tests/array/test_array_cluster.c tests/array/array_testlib.h
 tests_array_test_array_cluster_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JSONC_CFLAGS)
 tests_array_test_array_cluster_LDADD = libclraid.la $(CMOCKA_LIBS) $(JSONC_LIBS) $(URING_LIBS) $(ISAL_LIBS)
+
+# The files of engine/array call each other one way only (no cycle).
+TESTS += tests/array/layering.sh
+dist_check_SCRIPTS += tests/array/layering.sh

@@ -1,0 +1,296 @@
+/* clraid array core, lowest layer: logging and clocks, the role view a
+ * request takes, client-write epochs and drains, the range lock, and the
+ * member-state transitions made under a->lock (degraded, faulty, spares).
+ * Calls nothing else of engine/array (doc/architecture.md §5). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+
+#include "array/array_internal.h"
+
+void clr_arr_log(struct clr_array *a, int prio, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (a->log)
+        a->log(a->log_opaque, prio, msg);
+    else if (prio <= LOG_WARNING)
+        fprintf(stderr, "clraid: %s: %s\n", a->name, msg);
+}
+
+uint64_t clr_arr_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int64_t clr_arr_wall_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+
+void clr_arr_view(struct clr_array *a, struct arr_view *v)
+{
+    pthread_mutex_lock(&a->lock);
+    for (uint32_t r = 0; r < a->g.raid_disks; r++) {
+        v->m[r] = a->role_mem[r];
+        v->st[r] = v->m[r] ? v->m[r]->state : ARR_M_REMOVED;
+        v->wb[r] = NULL;
+    }
+    for (unsigned i = 0; i < a->nmem; i++) {
+        struct arr_member *m = a->mem[i];
+
+        if (m->write_behind && m->state == ARR_M_FAULTY && m->io && m->role >= 0 &&
+            (uint32_t)m->role < a->g.raid_disks && v->m[m->role] != m)
+            v->wb[m->role] = m;
+    }
+    pthread_mutex_unlock(&a->lock);
+}
+
+/* ---- client writes in flight (a remote re-add drains them) ---- */
+
+unsigned clr_arr_wr_enter(struct clr_array *a)
+{
+    unsigned e;
+
+    pthread_mutex_lock(&a->lock);
+    e = (unsigned)(a->wr_epoch & 1);
+    a->wr_inflight[e]++;
+    pthread_mutex_unlock(&a->lock);
+    return e;
+}
+
+void clr_arr_wr_exit(struct clr_array *a, unsigned e)
+{
+    pthread_mutex_lock(&a->lock);
+    if (--a->wr_inflight[e] == 0)
+        pthread_cond_broadcast(&a->cond);
+    pthread_mutex_unlock(&a->lock);
+}
+
+/* New writes count in the next epoch: the ones in flight now drain
+ * however steady the stream is. One drain at a time (the receive thread). */
+void clr_arr_wr_drain(struct clr_array *a)
+{
+    unsigned e;
+
+    pthread_mutex_lock(&a->lock);
+    while (a->wr_draining)
+        pthread_cond_wait(&a->cond, &a->lock);
+    a->wr_draining = true;
+    e = (unsigned)(a->wr_epoch++ & 1);
+    while (a->wr_inflight[e])
+        pthread_cond_wait(&a->cond, &a->lock);
+    a->wr_draining = false;
+    pthread_cond_broadcast(&a->cond);
+    pthread_mutex_unlock(&a->lock);
+}
+
+/* ---- range lock ---- */
+
+void clr_arr_rl_init(struct arr_rlock *rl)
+{
+    pthread_mutex_init(&rl->mu, NULL);
+    pthread_cond_init(&rl->cv, NULL);
+    rl->held = NULL;
+}
+
+void clr_arr_rl_destroy(struct arr_rlock *rl)
+{
+    pthread_mutex_destroy(&rl->mu);
+    pthread_cond_destroy(&rl->cv);
+}
+
+static bool rl_overlaps(const struct arr_rlock *rl, uint64_t s, uint64_t e)
+{
+    for (const struct arr_range *r = rl->held; r; r = r->next)
+        if (r->start < e && s < r->end)
+            return true;
+    return false;
+}
+
+void clr_arr_rl_lock(struct arr_rlock *rl, struct arr_range *r, uint64_t start, uint64_t n)
+{
+    pthread_mutex_lock(&rl->mu);
+    while (rl_overlaps(rl, start, start + n))
+        pthread_cond_wait(&rl->cv, &rl->mu);
+    r->start = start;
+    r->end = start + n;
+    r->next = rl->held;
+    rl->held = r;
+    pthread_mutex_unlock(&rl->mu);
+}
+
+void clr_arr_rl_unlock(struct arr_rlock *rl, struct arr_range *r)
+{
+    pthread_mutex_lock(&rl->mu);
+    for (struct arr_range **pp = &rl->held; *pp; pp = &(*pp)->next) {
+        if (*pp == r) {
+            *pp = r->next;
+            break;
+        }
+    }
+    pthread_cond_broadcast(&rl->cv);
+    pthread_mutex_unlock(&rl->mu);
+}
+
+/* ---- member states ---- */
+
+bool clr_arr_enough_without(struct clr_array *a, int role)
+{
+    bool failed[CLR_RAID_MAX_DISKS];
+
+    for (uint32_t r = 0; r < a->g.raid_disks; r++)
+        failed[r] = !a->role_mem[r] || a->role_mem[r]->state != ARR_M_IN_SYNC || (int)r == role;
+    return a->g.pers->enough(&a->g, failed);
+}
+
+/* Degraded = some role without an in-sync member. Caller holds lock. */
+void clr_arr_recompute_locked(struct clr_array *a)
+{
+    bool d = false;
+
+    for (uint32_t r = 0; r < a->g.raid_disks; r++)
+        d |= !a->role_mem[r] || a->role_mem[r]->state != ARR_M_IN_SYNC;
+    a->degraded = d;
+}
+
+void clr_arr_bm_set_degraded(struct clr_array *a)
+{
+    bool d;
+
+    pthread_mutex_lock(&a->lock);
+    d = a->degraded;
+    pthread_mutex_unlock(&a->lock);
+    pthread_mutex_lock(&a->bm_lock);
+    clr_bmc_set_degraded(&a->bmc, d);
+    pthread_mutex_unlock(&a->bm_lock);
+}
+
+void clr_arr_sync_kick_locked(struct clr_array *a)
+{
+    pthread_cond_broadcast(&a->cond);
+}
+
+/* A hot spare takes the role a failed member left. Caller holds lock. */
+void clr_arr_take_spare_locked(struct clr_array *a, int role)
+{
+    for (unsigned i = 0; i < a->nmem; i++) {
+        struct arr_member *s = a->mem[i];
+
+        if (s->state != ARR_M_SPARE || !s->io)
+            continue;
+        s->state = ARR_M_REBUILDING;
+        s->role = role;
+        s->recovery_offset = 0;
+        s->bitmap_recovery = false;
+        a->role_mem[role] = s;
+        clr_arr_log(a, LOG_NOTICE, "%s: hot spare takes role %d, rebuilding", s->path, role);
+        clr_arr_sync_kick_locked(a);
+        return;
+    }
+}
+
+/* Another node marked @m faulty: follow without writing anything and
+ * without starting a recovery here (the node that saw the error does). */
+bool clr_arr_mark_faulty_remote_locked(struct clr_array *a, struct arr_member *m)
+{
+    int role = m->role;
+
+    if (m->state == ARR_M_FAULTY || m->state == ARR_M_REMOVED)
+        return false;
+    /* write-behind: a node that has not processed the same update yet may
+     * still read it; our writes keep it current for them */
+    m->write_behind = m->state == ARR_M_IN_SYNC && m->io;
+    m->state = ARR_M_FAULTY;
+    m->remote_rebuild = false;
+    m->bits_gathered = false;
+    m->faulty_gen = a->state_gen;   /* already on disk: nothing to write */
+    if (role >= 0 && a->role_mem[role] == m)
+        a->role_mem[role] = NULL;
+    clr_arr_recompute_locked(a);
+    return true;
+}
+
+
+/* Marks @m Faulty under lock; false if that would leave too little redundancy. */
+bool clr_arr_mark_faulty_locked(struct clr_array *a, struct arr_member *m)
+{
+    int role = m->role;
+
+    if (m->state == ARR_M_FAULTY || m->state == ARR_M_REMOVED) {
+        m->write_behind = false;    /* we saw it fail ourselves: stop */
+        return true;
+    }
+    if (m->state == ARR_M_IN_SYNC && !clr_arr_enough_without(a, role))
+        return false;
+    m->write_behind = false;
+    m->bits_gathered = false;
+    m->state = ARR_M_FAULTY;
+    m->faulty_gen = ++a->state_gen;
+    atomic_store(&a->local_fail_gen, m->faulty_gen);
+    if (role >= 0 && a->role_mem[role] == m)
+        a->role_mem[role] = NULL;
+    clr_arr_recompute_locked(a);
+    if (role >= 0)
+        clr_arr_take_spare_locked(a, role);
+    return true;
+}
+
+bool clr_arr_is_frozen(struct clr_array *a)
+{
+    bool f;
+
+    pthread_mutex_lock(&a->lock);
+    f = a->frozen;
+    pthread_mutex_unlock(&a->lock);
+    return f;
+}
+
+/* The "cluster" object of the status of an array that runs no cluster
+ * protocol (single node, or before the join). */
+void clr_arr_status_no_cluster(struct clr_array *a, json_object *o)
+{
+    json_object *c = json_object_new_object();
+
+    json_object_object_add(c, "backend", json_object_new_string(a->lock_backend ? a->lock_backend : "local"));
+    json_object_object_add(c, "slot", json_object_new_int64(a->slot));
+    json_object_object_add(c, "members", json_object_new_int(a->cluster ? 0 : 1));
+    json_object_object_add(c, "recovered_slots", json_object_new_int(0));
+    json_object_object_add(c, "recovering", json_object_new_boolean(false));
+    json_object_object_add(c, "read_balancing", json_object_new_boolean(true));
+    json_object_object_add(c, "remote_window", NULL);
+    json_object_object_add(c, "last_takeover", NULL);
+    json_object_object_add(c, "recovery_started_ms", NULL);
+    json_object_object_add(c, "read_balancing_restored_ms", NULL);
+    json_object_object_add(c, "writes_held", json_object_new_boolean(false));
+    json_object_object_add(c, "unconfirmed", json_object_new_int(0));
+    json_object_object_add(c, "write_hold", NULL);
+    json_object_object_add(c, "messages_sent", json_object_new_int(0));
+    json_object_object_add(c, "messages_received", json_object_new_int(0));
+    json_object_object_add(o, "cluster", c);
+}
+
+/* Completion of one leg (engine/io callback): its result, then its group. */
+void clr_arr_leg_done(void *arg, int res)
+{
+    struct arr_leg *l = arg;
+
+    l->res = res < 0 ? res : 0;
+    clr_io_wg_done(l->wg, res < 0 ? res : 0);
+}

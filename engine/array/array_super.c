@@ -1,0 +1,342 @@
+/* clraid array core: superblock updates and the announcement of member
+ * failures (written on every member, and in a cluster METADATA_UPDATED
+ * delivered everywhere, before anything that depends on them is acked);
+ * deferral inside range-locked sections, the write-behind barrier and the
+ * freeze/thaw wait.  Below: array_state.c. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+
+#include "array/array_internal.h"
+
+/* Superblock updates for failures seen inside a range-locked section
+ * (client write, sync unit) wait until the section ends (cluster mode):
+ * a remote resync's drain must never wait for our broadcast. */
+static __thread bool tl_nowait;    /* see clr_arr_nowait() */
+static __thread struct clr_array *tl_defer;
+static __thread uint64_t tl_defer_gen;
+/* write-behind legs that failed inside the section (their members) */
+#define DEFER_BEHIND_MAX 8
+static __thread struct arr_member *tl_behind[DEFER_BEHIND_MAX];
+static __thread unsigned tl_nbehind;
+static __thread bool tl_behind_any;
+
+void clr_arr_defer_begin(struct clr_array *a)
+{
+    if (a->cl && !tl_defer) {
+        tl_defer = a;
+        tl_defer_gen = 0;
+        tl_nbehind = 0;
+        tl_behind_any = false;
+    }
+}
+
+static int announce_failure(struct clr_array *a, uint64_t gen);
+static int behind_barrier(struct clr_array *a, struct arr_member *const *ms, unsigned n);
+
+int clr_arr_defer_end(struct clr_array *a)
+{
+    uint64_t gen;
+
+    if (tl_defer != a)
+        return 0;
+    tl_defer = NULL;
+    gen = tl_defer_gen;
+    tl_defer_gen = 0;
+    if (a->cl) {
+        /* a member this node failed is left out of our writes at once:
+         * no write is acked before the others stop reading it either */
+        uint64_t lf = atomic_load(&a->local_fail_gen);
+
+        if (lf > gen && lf > atomic_load(&a->sb_announced_gen))
+            gen = lf;
+    }
+    if (tl_behind_any) {
+        int rc = gen ? announce_failure(a, gen) : 0;
+
+        tl_behind_any = false;
+        if (rc == 0)
+            rc = behind_barrier(a, tl_behind, tl_nbehind);
+        tl_nbehind = 0;
+        return rc;
+    }
+    return gen ? announce_failure(a, gen) : 0;
+}
+
+/* A write-behind leg failed (a member another node failed, that we keep
+ * current for the nodes which have not processed that failure yet).
+ * Its announcer holds `metadata` until every node processed the update:
+ * once we got and released it, nobody reads the member any more, so the
+ * write may be acked without the leg, and we stop writing it. */
+static int behind_barrier(struct clr_array *a, struct arr_member *const *ms, unsigned n)
+{
+    for (;;) {
+        int rc = arr_cl_meta_begin(a);
+
+        if (rc == 0) {
+            arr_cl_meta_end(a, false);
+            pthread_mutex_lock(&a->lock);
+            for (unsigned i = 0; i < n; i++)
+                ms[i]->write_behind = false;
+            pthread_mutex_unlock(&a->lock);
+            return 0;
+        }
+        if (a->crashed)
+            return 0;
+        pthread_mutex_lock(&a->lock);
+        if (!a->frozen && !a->stopping)
+            clr_arr_log(a, LOG_CRIT, "a write-behind leg failed and the cluster metadata lock cannot be taken (%s): array frozen; 'clraid thaw %s --error' fails the blocked I/O",
+                        strerror(-rc), a->name);
+        a->frozen = true;
+        pthread_mutex_unlock(&a->lock);
+        if (tl_nowait)
+            return rc;
+        rc = clr_arr_wait_thaw(a);
+        if (rc)
+            return rc;
+    }
+}
+
+int clr_arr_behind_failed(struct clr_array *a, struct arr_member *m)
+{
+    if (!a->cl)
+        return 0;
+    if (tl_defer == a) {
+        tl_behind_any = true;
+        for (unsigned i = 0; i < tl_nbehind; i++)
+            if (tl_behind[i] == m)
+                return 0;
+        if (tl_nbehind < DEFER_BEHIND_MAX)
+            tl_behind[tl_nbehind++] = m;
+        return 0;
+    }
+    return behind_barrier(a, &m, 1) ? -EAGAIN : 0;
+}
+
+int clr_arr_member_failed(struct clr_array *a, struct arr_member *m, int err)
+{
+    bool was, ok;
+    uint64_t gen;
+
+    pthread_mutex_lock(&a->lock);
+    was = m->state == ARR_M_FAULTY;
+    ok = clr_arr_mark_faulty_locked(a, m);
+    if (!ok) {
+        if (!a->frozen)
+            clr_arr_log(a, LOG_CRIT, "%s: I/O error (%s) on the last copy: array frozen; 'clraid thaw %s --error' fails the blocked I/O",
+                        m->path, strerror(-err), a->name);
+        a->frozen = true;
+        pthread_mutex_unlock(&a->lock);
+        return -EAGAIN;
+    }
+    if (!was && m->state == ARR_M_FAULTY)
+        clr_arr_log(a, LOG_ERR, "%s: I/O error (%s): member marked faulty, array runs degraded",
+                    m->path, strerror(-err));
+    gen = m->faulty_gen;
+    pthread_mutex_unlock(&a->lock);
+    clr_arr_bm_set_degraded(a);
+    /* The failure is on disk before the caller acknowledges anything. */
+    if (tl_defer == a) {
+        if (gen > tl_defer_gen)
+            tl_defer_gen = gen;
+        return 0;
+    }
+    return announce_failure(a, gen) ? -EAGAIN : 0;
+}
+
+/* A failure (state generation @gen) is written to the superblocks and, in
+ * a cluster, METADATA_UPDATED delivered to every node before anything that
+ * depends on it is acknowledged. If that cannot be done (metadata lock,
+ * superblock write or broadcast failed or was refused), the array freezes
+ * (§6: like a lost last copy, no error reaches the client; the policy
+ * module fences this node, or the operator thaws it with --error, which
+ * fails the request with EIO); a thaw without error retries. */
+bool clr_arr_nowait(bool on)
+{
+    bool was = tl_nowait;
+
+    tl_nowait = on;
+    return was;
+}
+
+static int announce_failure(struct clr_array *a, uint64_t gen)
+{
+    for (;;) {
+        int rc = clr_arr_sb_update(a, gen, false);
+
+        if (rc == 0 || a->crashed)
+            return 0;
+        pthread_mutex_lock(&a->lock);
+        if (!a->frozen && !a->stopping)
+            clr_arr_log(a, LOG_CRIT, "a member failure could not be recorded%s (%s): array frozen; 'clraid thaw %s --error' fails the blocked I/O",
+                        a->cl ? " and announced to the cluster" : "", strerror(-rc), a->name);
+        a->frozen = true;
+        pthread_mutex_unlock(&a->lock);
+        /* management calls (they hold mgmt_lock, which a thaw by re-add
+         * and the stop need) fail instead of waiting */
+        if (tl_nowait)
+            return rc;
+        rc = clr_arr_wait_thaw(a);
+        if (rc)
+            return rc;
+    }
+}
+
+int clr_arr_wait_thaw(struct clr_array *a)
+{
+    int rc;
+
+    pthread_mutex_lock(&a->lock);
+    a->blocked++;
+    while (a->frozen && !a->thaw_err && !a->stopping)
+        pthread_cond_wait(&a->cond, &a->lock);
+    a->blocked--;
+    rc = (a->frozen && a->thaw_err) || a->stopping ? -EIO : 0;
+    pthread_mutex_unlock(&a->lock);
+    return rc;
+}
+
+/* ---- superblocks ---- */
+
+static void fill_member_sb(const struct clr_array *a, const struct arr_member *m, bool clean,
+                           struct clr_md_sb *sb)
+{
+    *sb = a->sb;
+    sb->dev_number = m->dev_number;
+    memcpy(sb->device_uuid, m->sb.device_uuid, 16);
+    sb->data_offset = m->sb.data_offset;
+    sb->data_size = m->sb.data_size;
+    sb->super_offset = m->sb.super_offset;
+    sb->devflags = m->sb.devflags;
+    sb->bblog_shift = m->sb.bblog_shift;
+    sb->bblog_size = m->sb.bblog_size;
+    sb->bblog_offset = m->sb.bblog_offset;
+    sb->feature_map &= ~(CLR_MD_FEAT_RECOVERY_OFFSET | CLR_MD_FEAT_RECOVERY_BITMAP);
+    sb->recovery_offset = 0;
+    if (m->state == ARR_M_REBUILDING) {
+        sb->feature_map |= CLR_MD_FEAT_RECOVERY_OFFSET;
+        if (m->bitmap_recovery)
+            sb->feature_map |= CLR_MD_FEAT_RECOVERY_BITMAP;
+        sb->recovery_offset = m->recovery_offset;
+    }
+    sb->resync_offset = clean ? CLR_MD_MAX_SECTOR : 0;
+}
+
+/* Brings every live superblock to at least state generation @gen (0: any
+ * new update): bump events, write all non-faulty members FUA. A member
+ * whose write fails is failed and the update repeated without it. */
+int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean)
+{
+    struct arr_member *tgt[ARR_MAX_MEMBERS];
+    struct arr_leg legs[ARR_MAX_MEMBERS];
+    unsigned n;
+    int rc = 0;
+
+    bool cl_meta = false, wrote = false;
+
+    if (a->crashed)
+        return 0;
+    if (a->cl && !arr_cl_meta_held(a)) {
+        /* cluster: under `metadata` (taken before meta_lock: a holder of
+         * it may need meta_lock), reloaded from disk (events only grow) */
+        pthread_mutex_lock(&a->meta_lock);
+        bool done = gen && a->sb_announced_gen >= gen;
+        pthread_mutex_unlock(&a->meta_lock);
+        if (done)
+            return 0;
+        rc = arr_cl_meta_begin(a);
+        if (rc) {
+            clr_arr_log(a, LOG_ERR, "cluster: cannot take the metadata lock: %s", strerror(-rc));
+            return rc;
+        }
+        cl_meta = true;
+    }
+    pthread_mutex_lock(&a->meta_lock);
+    /* announced, not only written: a failure another thread wrote may
+     * still be on its way to the other nodes (wait for that) */
+    if (gen && a->sb_announced_gen >= gen)
+        goto out;
+    if (a->cluster)
+        clean = a->sb.resync_offset == CLR_MD_MAX_SECTOR;  /* the bitmaps carry crash state */
+    for (int tries = 0; tries < 8; tries++) {
+        struct clr_io_wg wg;
+        uint64_t snap;
+        bool again = false;
+
+        pthread_mutex_lock(&a->lock);
+        snap = a->state_gen;
+        a->sb.events++;
+        a->sb.utime = (uint64_t)time(NULL);
+        for (uint32_t i = 0; i < a->sb.max_dev; i++)
+            a->sb.dev_roles[i] = CLR_MD_ROLE_SPARE;
+        n = 0;
+        for (unsigned i = 0; i < a->nmem; i++) {
+            struct arr_member *m = a->mem[i];
+
+            if (m->dev_number < a->sb.max_dev) {
+                if (m->state == ARR_M_FAULTY)
+                    a->sb.dev_roles[m->dev_number] = CLR_MD_ROLE_FAULTY;
+                else if ((m->state == ARR_M_IN_SYNC || m->state == ARR_M_REBUILDING) && m->role >= 0)
+                    a->sb.dev_roles[m->dev_number] = (uint16_t)m->role;
+            }
+        }
+        for (unsigned i = 0; i < a->nmem; i++) {
+            struct arr_member *m = a->mem[i];
+            struct clr_md_sb sb;
+
+            if (m->state == ARR_M_FAULTY || m->state == ARR_M_REMOVED || !m->io)
+                continue;
+            fill_member_sb(a, m, clean, &sb);
+            m->sb.events = sb.events;
+            clr_md_sb_encode(&sb, a->sb_buf + (size_t)n * CLR_MD_SB_AREA_BYTES, CLR_MD_SB_AREA_BYTES);
+            tgt[n++] = m;
+        }
+        pthread_mutex_unlock(&a->lock);
+        clr_io_wg_init(&wg);
+        for (unsigned i = 0; i < n; i++) {
+            legs[i] = (struct arr_leg){ .wg = &wg, .m = tgt[i] };
+            clr_io_wg_add(&wg, 1);
+            int s = clr_io_write(tgt[i]->io, a->sb_buf + (size_t)i * CLR_MD_SB_AREA_BYTES,
+                                 CLR_MD_SB_AREA_BYTES, CLR_MD_V12_SB_SECTOR * ARR_SECTOR,
+                                 CLR_IO_FUA, clr_arr_leg_done, &legs[i]);
+            if (s < 0)
+                clr_arr_leg_done(&legs[i], s);
+        }
+        clr_io_wg_wait(&wg);
+        pthread_mutex_lock(&a->lock);
+        for (unsigned i = 0; i < n; i++) {
+            if (legs[i].res < 0) {
+                if (clr_arr_mark_faulty_locked(a, tgt[i])) {
+                    clr_arr_log(a, LOG_ERR, "%s: superblock write failed (%s): member marked faulty",
+                                tgt[i]->path, strerror(-legs[i].res));
+                    again = true;
+                } else {
+                    a->frozen = true;
+                    rc = legs[i].res;
+                }
+            }
+        }
+        pthread_mutex_unlock(&a->lock);
+        a->sb_done_gen = snap;
+        if (!a->cl && rc == 0 && snap > a->sb_announced_gen)
+            a->sb_announced_gen = snap;     /* cluster: once METADATA_UPDATED is delivered */
+        if (!again)
+            break;
+        clr_arr_bm_set_degraded(a);
+    }
+    wrote = true;
+out:
+    pthread_mutex_unlock(&a->meta_lock);
+    if (cl_meta) {
+        int mrc = arr_cl_meta_end(a, wrote);
+
+        if (rc == 0)
+            rc = mrc;
+    }
+    return rc;
+}
