@@ -429,11 +429,11 @@ int clr_array_assemble(const struct clr_array_config *cfg, struct clr_array **ou
         clr_bmc_load(&a->bmc, u, nbytes);
         free(u);
     }
-    pthread_mutex_init(&a->lock, NULL);
+    arr_mutex_init(&a->lock, ARR_RANK_ARRAY, "a->lock");
     pthread_cond_init(&a->cond, NULL);
-    pthread_mutex_init(&a->meta_lock, NULL);
-    pthread_mutex_init(&a->mgmt_lock, NULL);
-    pthread_mutex_init(&a->bm_lock, NULL);
+    arr_mutex_init(&a->meta_lock, ARR_RANK_META, "a->meta_lock");
+    arr_mutex_init(&a->mgmt_lock, ARR_RANK_MGMT, "a->mgmt_lock");
+    arr_mutex_init(&a->bm_lock, ARR_RANK_BM, "a->bm_lock");
     pthread_cond_init(&a->bm_cond, NULL);
     clr_arr_rl_init(&a->rl);
     a->stopped = true;
@@ -467,11 +467,11 @@ void clr_array_free(struct clr_array *a)
     }
     clr_bmc_free(&a->bmc);
     clr_arr_rl_destroy(&a->rl);
-    pthread_mutex_destroy(&a->lock);
+    arr_mutex_destroy(&a->lock);
     pthread_cond_destroy(&a->cond);
-    pthread_mutex_destroy(&a->meta_lock);
-    pthread_mutex_destroy(&a->mgmt_lock);
-    pthread_mutex_destroy(&a->bm_lock);
+    arr_mutex_destroy(&a->meta_lock);
+    arr_mutex_destroy(&a->mgmt_lock);
+    arr_mutex_destroy(&a->bm_lock);
     pthread_cond_destroy(&a->bm_cond);
     arr_cl_free(a);
     free(a->lock_backend);

@@ -41,9 +41,9 @@ static int bm_write_locked(struct clr_array *a, struct bm_fail *fails, unsigned 
         return 0;
     memset(a->bm_buf, 0, a->bm_write_bytes);
     clr_bmc_render(&a->bmc, 0, a->bmc.nchunks, a->bm_buf + CLR_BITMAP_SB_BYTES);
-    pthread_mutex_unlock(&a->bm_lock);
+    arr_mutex_unlock(&a->bm_lock);
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     b.events = a->sb.events;
     /* As md (md-bitmap.c, bitmap_endwrite): on a non-degraded array bits
      * may be cleared from this event on.  Kernel md re-adds a member older
@@ -59,7 +59,7 @@ static int bm_write_locked(struct clr_array *a, struct bm_fail *fails, unsigned 
             tgt[n++] = m;
         }
     }
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     clr_bitmap_sb_encode(&b, a->bm_buf, CLR_BITMAP_SB_BYTES);
     clr_io_wg_init(&wg);
     for (unsigned i = 0; i < n; i++) {
@@ -77,7 +77,7 @@ static int bm_write_locked(struct clr_array *a, struct bm_fail *fails, unsigned 
             ok += insync[i];
             continue;
         }
-        pthread_mutex_lock(&a->lock);
+        arr_mutex_lock(&a->lock);
         bool was = tgt[i]->state == ARR_M_FAULTY;
 
         if (!clr_arr_mark_faulty_locked(a, tgt[i])) {
@@ -89,10 +89,10 @@ static int bm_write_locked(struct clr_array *a, struct bm_fail *fails, unsigned 
             clr_arr_log(a, LOG_ERR, "%s: bitmap write failed (%s): member marked faulty, array runs degraded",
                         tgt[i]->path, strerror(-legs[i].res));
         }
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
         fails[(*nf)++] = (struct bm_fail){ tgt[i], legs[i].res };
     }
-    pthread_mutex_lock(&a->bm_lock);
+    arr_mutex_lock(&a->bm_lock);
     if (ok && b.events_cleared > a->bsb.events_cleared)
         a->bsb.events_cleared = b.events_cleared;
     return ok ? 0 : -EIO;
@@ -102,14 +102,14 @@ static int bm_write_locked(struct clr_array *a, struct bm_fail *fails, unsigned 
  * first waiter writes, later ones ride on its flush or the next one.
  * Caller holds bm_lock (dropped meanwhile). @return 0 if a flush covering
  * @gen reached an in-sync member, else -EIO. */
-static int bm_flush_to_locked(struct clr_array *a, uint64_t gen)
+static int bm_flush_to_locked(struct clr_array *a, struct arr_req *rq, uint64_t gen)
 {
     while (a->bm_done_gen < gen) {
         struct bm_fail fails[ARR_MAX_MEMBERS];
         unsigned nf;
 
         if (a->bm_flushing) {
-            pthread_cond_wait(&a->bm_cond, &a->bm_lock);
+            arr_cond_wait(&a->bm_cond, &a->bm_lock);
             continue;
         }
         uint64_t g = a->bm_want_gen;
@@ -122,31 +122,29 @@ static int bm_flush_to_locked(struct clr_array *a, uint64_t gen)
         pthread_cond_broadcast(&a->bm_cond);
         if (nf) {
             /* recorded and announced outside the flush */
-            pthread_mutex_unlock(&a->bm_lock);
+            arr_mutex_unlock(&a->bm_lock);
             clr_arr_bm_set_degraded(a);
             for (unsigned i = 0; i < nf; i++)
-                clr_arr_member_failed(a, fails[i].m, fails[i].err);
-            pthread_mutex_lock(&a->bm_lock);
+                clr_arr_member_failed(a, rq, fails[i].m, fails[i].err);
+            arr_mutex_lock(&a->bm_lock);
         }
     }
     return a->bm_ok_gen >= gen ? 0 : -EIO;
 }
 
-int clr_arr_bm_start_write(struct clr_array *a, uint64_t ss, uint64_t sn)
+int clr_arr_bm_start_write(struct clr_array *a, struct arr_req *rq, uint64_t ss, uint64_t sn)
 {
     int rc;
 
     if (ss + sn > a->sync_sectors)
         sn = a->sync_sectors - ss;
-    pthread_mutex_lock(&a->bm_lock);
-    while ((rc = clr_bmc_start_write(&a->bmc, ss, sn, NULL, NULL)) == -EBUSY) {
-        pthread_mutex_unlock(&a->bm_lock);
-        struct timespec ts = { 0, 1000000 };
-        nanosleep(&ts, NULL);
-        pthread_mutex_lock(&a->bm_lock);
-    }
+    arr_mutex_lock(&a->bm_lock);
+    /* a chunk's write counter is full: wait for a write to end there,
+     * as md waits on overflow_wait */
+    while ((rc = clr_bmc_start_write(&a->bmc, ss, sn, NULL, NULL)) == -EBUSY)
+        arr_cond_wait(&a->bm_cond, &a->bm_lock);
     if (rc < 0) {
-        pthread_mutex_unlock(&a->bm_lock);
+        arr_mutex_unlock(&a->bm_lock);
         return rc;
     }
     /* Bits this write needs are on disk once the flush that carries the
@@ -155,14 +153,14 @@ int clr_arr_bm_start_write(struct clr_array *a, uint64_t ss, uint64_t sn)
      * steady state that flush is long done: no wait, no I/O. */
     if (rc > 0 || (a->bm_ok_gen < a->bm_set_gen && a->bm_done_gen >= a->bm_set_gen))
         a->bm_set_gen = ++a->bm_want_gen;   /* new bits, or the last try failed */
-    if (bm_flush_to_locked(a, a->bm_set_gen) != 0) {
+    if (bm_flush_to_locked(a, rq, a->bm_set_gen) != 0) {
         /* no in-sync member holds the bit: the data must not go out (the
          * caller waits for a thaw, as for a write to the last device) */
         clr_bmc_end_write(&a->bmc, ss, sn, false);
-        pthread_mutex_unlock(&a->bm_lock);
+        arr_mutex_unlock(&a->bm_lock);
         return -EAGAIN;
     }
-    pthread_mutex_unlock(&a->bm_lock);
+    arr_mutex_unlock(&a->bm_lock);
     return 0;
 }
 
@@ -170,18 +168,19 @@ void clr_arr_bm_end_write(struct clr_array *a, uint64_t ss, uint64_t sn, bool ok
 {
     if (ss + sn > a->sync_sectors)
         sn = a->sync_sectors - ss;
-    pthread_mutex_lock(&a->bm_lock);
+    arr_mutex_lock(&a->bm_lock);
     clr_bmc_end_write(&a->bmc, ss, sn, ok);
-    pthread_mutex_unlock(&a->bm_lock);
+    pthread_cond_broadcast(&a->bm_cond);    /* counters: see start_write */
+    arr_mutex_unlock(&a->bm_lock);
 }
 
 int clr_arr_bm_flush(struct clr_array *a)
 {
     int rc;
 
-    pthread_mutex_lock(&a->bm_lock);
-    rc = bm_flush_to_locked(a, ++a->bm_want_gen);
-    pthread_mutex_unlock(&a->bm_lock);
+    arr_mutex_lock(&a->bm_lock);
+    rc = bm_flush_to_locked(a, NULL, ++a->bm_want_gen);
+    arr_mutex_unlock(&a->bm_lock);
     return rc;
 }
 
@@ -208,7 +207,7 @@ void *clr_arr_bm_daemon(void *arg)
     struct timespec next;
 
     clock_gettime(CLOCK_REALTIME, &next);
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     while (!a->stopping) {
         struct timespec now;
 
@@ -224,18 +223,18 @@ void *clr_arr_bm_daemon(void *arg)
             if (a->stopping || now.tv_sec > next.tv_sec ||
                 (now.tv_sec == next.tv_sec && now.tv_nsec >= next.tv_nsec))
                 break;
-            pthread_cond_timedwait(&a->cond, &a->lock, &next);
+            arr_cond_timedwait(&a->cond, &a->lock, &next);
         }
         if (a->stopping)
             break;
-        pthread_mutex_unlock(&a->lock);
-        pthread_mutex_lock(&a->bm_lock);
+        arr_mutex_unlock(&a->lock);
+        arr_mutex_lock(&a->bm_lock);
         if (bm_sweep_locked(a))
-            bm_flush_to_locked(a, ++a->bm_want_gen);
-        pthread_mutex_unlock(&a->bm_lock);
-        pthread_mutex_lock(&a->lock);
+            bm_flush_to_locked(a, NULL, ++a->bm_want_gen);
+        arr_mutex_unlock(&a->bm_lock);
+        arr_mutex_lock(&a->lock);
     }
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     return NULL;
 }
 
@@ -247,12 +246,12 @@ bool clr_arr_bm_final_flush(struct clr_array *a)
 {
     bool dirty_left;
 
-    pthread_mutex_lock(&a->bm_lock);
+    arr_mutex_lock(&a->bm_lock);
     for (unsigned i = 0; i <= CLR_BMC_DEFAULT_IDLE_SWEEPS; i++)
         bm_sweep_locked(a);
-    bm_flush_to_locked(a, ++a->bm_want_gen);
+    bm_flush_to_locked(a, NULL, ++a->bm_want_gen);
     dirty_left = clr_bmc_dirty_chunks(&a->bmc) > 0;
-    pthread_mutex_unlock(&a->bm_lock);
+    arr_mutex_unlock(&a->bm_lock);
     return dirty_left;
 }
 
@@ -262,11 +261,11 @@ bool clr_arr_bm_region_needed(struct clr_array *a, uint64_t ls, uint64_t n)
     uint64_t first, last;
     bool needed = false;
 
-    pthread_mutex_lock(&a->bm_lock);
+    arr_mutex_lock(&a->bm_lock);
     if (clr_bmc_chunks(&a->bmc, ls, n, &first, &last) == 0)
         for (uint64_t c = first; c <= last && !needed; c++)
             needed = clr_bmc_is_needed(&a->bmc, c);
-    pthread_mutex_unlock(&a->bm_lock);
+    arr_mutex_unlock(&a->bm_lock);
     return needed;
 }
 
@@ -276,7 +275,7 @@ bool clr_arr_needed_extent(struct clr_array *a, uint64_t *lo, uint64_t *hi)
 {
     uint64_t cs = a->bmc.chunk_sectors, first = UINT64_MAX, last = 0;
 
-    pthread_mutex_lock(&a->bm_lock);
+    arr_mutex_lock(&a->bm_lock);
     for (uint64_t k = 0; k < a->bmc.nchunks; k++) {
         if (!clr_bmc_is_needed(&a->bmc, k))
             continue;
@@ -284,7 +283,7 @@ bool clr_arr_needed_extent(struct clr_array *a, uint64_t *lo, uint64_t *hi)
             first = k;
         last = k;
     }
-    pthread_mutex_unlock(&a->bm_lock);
+    arr_mutex_unlock(&a->bm_lock);
     if (first == UINT64_MAX) {
         *lo = *hi = 0;
         return false;

@@ -36,12 +36,12 @@
 struct cl_lockent {
     struct cl_lockent *next;
     struct arr_cluster *cl;
-    pthread_mutex_t mu;             /* one operation at a time per resource */
+    struct arr_mutex mu;            /* one operation at a time per resource */
     struct clr_lock *lk;
     /* a request whose cancel timed out may still be granted: the core
      * believes @believed (CLR_LOCK_IV: nothing); a stray grant above it
      * is converted back to NL (under tmu) */
-    pthread_mutex_t tmu;
+    struct arr_mutex tmu;
     bool stray, missed;
     int believed;
 };
@@ -61,7 +61,7 @@ struct arr_cluster {
     struct clr_mdc mdc;
     bool mdc_ready;
     bool joined;                    /* clr_mdc_join() succeeded */
-    pthread_mutex_t mu;             /* gen, stop, candidates, lock list */
+    struct arr_mutex mu;            /* gen, stop, candidates, lock list */
     pthread_cond_t cond;
     uint64_t gen;                   /* bumped by changed() and events */
     bool stop;
@@ -105,18 +105,18 @@ static bool cl_meta_held(struct clr_array *a)
 
     if (!cl)
         return false;
-    pthread_mutex_lock(&cl->mu);
+    arr_mutex_lock(&cl->mu);
     mine = cl->meta_owned && pthread_equal(cl->meta_owner, pthread_self());
-    pthread_mutex_unlock(&cl->mu);
+    arr_mutex_unlock(&cl->mu);
     return mine;
 }
 
 static void cl_meta_owner(struct arr_cluster *cl, bool held)
 {
-    pthread_mutex_lock(&cl->mu);
+    arr_mutex_lock(&cl->mu);
     cl->meta_owned = held;
     cl->meta_owner = pthread_self();
-    pthread_mutex_unlock(&cl->mu);
+    arr_mutex_unlock(&cl->mu);
 }
 
 static int cl_meta_begin(struct clr_array *a);
@@ -127,18 +127,18 @@ static bool cl_stopping(struct arr_cluster *cl)
 {
     bool s;
 
-    pthread_mutex_lock(&cl->mu);
+    arr_mutex_lock(&cl->mu);
     s = cl->stop;
-    pthread_mutex_unlock(&cl->mu);
+    arr_mutex_unlock(&cl->mu);
     return s;
 }
 
 static void cl_wake(struct arr_cluster *cl)
 {
-    pthread_mutex_lock(&cl->mu);
+    arr_mutex_lock(&cl->mu);
     cl->gen++;
     pthread_cond_broadcast(&cl->cond);
-    pthread_mutex_unlock(&cl->mu);
+    arr_mutex_unlock(&cl->mu);
 }
 
 static void deadline(struct timespec *ts, unsigned ms)
@@ -182,15 +182,15 @@ static void le_unlock(struct cl_lockent *le)
     for (;;) {
         bool again;
 
-        pthread_mutex_lock(&le->tmu);
+        arr_mutex_lock(&le->tmu);
         stray_fix_locked(le);
         le->missed = false;
-        pthread_mutex_unlock(&le->tmu);
-        pthread_mutex_unlock(&le->mu);
-        pthread_mutex_lock(&le->tmu);
+        arr_mutex_unlock(&le->tmu);
+        arr_mutex_unlock(&le->mu);
+        arr_mutex_lock(&le->tmu);
         again = le->missed && le->stray;
-        pthread_mutex_unlock(&le->tmu);
-        if (!again || pthread_mutex_trylock(&le->mu) != 0)
+        arr_mutex_unlock(&le->tmu);
+        if (!again || arr_mutex_trylock(&le->mu) != 0)
             return;
     }
 }
@@ -201,23 +201,23 @@ static void cl_ast(struct clr_lock *lk, void *arg)
     struct cl_lockent *le = arg;
 
     (void)lk;
-    pthread_mutex_lock(&le->tmu);
+    arr_mutex_lock(&le->tmu);
     if (le->stray) {
-        if (pthread_mutex_trylock(&le->mu) != 0) {
+        if (arr_mutex_trylock(&le->mu) != 0) {
             le->missed = true;      /* the holder of mu handles it */
         } else {
             stray_fix_locked(le);
-            pthread_mutex_unlock(&le->mu);
+            arr_mutex_unlock(&le->mu);
         }
     }
-    pthread_mutex_unlock(&le->tmu);
+    arr_mutex_unlock(&le->tmu);
 }
 
 static struct cl_lockent *lock_get(struct arr_cluster *cl, const char *res)
 {
     struct cl_lockent *le;
 
-    pthread_mutex_lock(&cl->mu);
+    arr_mutex_lock(&cl->mu);
     for (le = cl->locks; le; le = le->next)
         if (strcmp(clr_lock_name(le->lk), res) == 0)
             break;
@@ -231,14 +231,14 @@ static struct cl_lockent *lock_get(struct arr_cluster *cl, const char *res)
                 free(le);
                 le = NULL;
             } else {
-                pthread_mutex_init(&le->mu, NULL);
-                pthread_mutex_init(&le->tmu, NULL);
+                arr_mutex_init(&le->mu, ARR_RANK_CL_LOCKENT, "le->mu");
+                arr_mutex_init(&le->tmu, ARR_RANK_CL_LOCKENT_T, "le->tmu");
                 le->next = cl->locks;
                 cl->locks = le;
             }
         }
     }
-    pthread_mutex_unlock(&cl->mu);
+    arr_mutex_unlock(&cl->mu);
     return le;
 }
 
@@ -254,10 +254,10 @@ static int h_lock(void *arg, const char *res, int mode, unsigned flags, uint8_t 
     if (!le)
         return -ENOMEM;
     atomic_fetch_add(&cl->lock_ops, 1);
-    pthread_mutex_lock(&le->mu);
-    pthread_mutex_lock(&le->tmu);
+    arr_mutex_lock(&le->mu);
+    arr_mutex_lock(&le->tmu);
     stray = le->stray;
-    pthread_mutex_unlock(&le->tmu);
+    arr_mutex_unlock(&le->tmu);
     if (stray) {
         /* a late answer (or its conversion back) may still be pending;
          * once done, this request converts from whatever is held */
@@ -265,9 +265,9 @@ static int h_lock(void *arg, const char *res, int mode, unsigned flags, uint8_t 
             le_unlock(le);
             return -ETIMEDOUT;
         }
-        pthread_mutex_lock(&le->tmu);
+        arr_mutex_lock(&le->tmu);
         le->stray = false;
-        pthread_mutex_unlock(&le->tmu);
+        arr_mutex_unlock(&le->tmu);
     }
     for (;;) {
         if (pend) {
@@ -301,12 +301,12 @@ static int h_lock(void *arg, const char *res, int mode, unsigned flags, uint8_t 
     }
     if (rc == 0 && (flags & CLR_LOCK_F_VALBLK) && lvb)
         memcpy(lvb, clr_lock_lvb(le->lk), CLR_LOCK_LVB_LEN);
-    pthread_mutex_lock(&le->tmu);
+    arr_mutex_lock(&le->tmu);
     if (rc == 0)
         le->believed = mode;
     else if (rc == -ETIMEDOUT || rc == -ESHUTDOWN)
         le->stray = true;   /* a grant may still come, or came already */
-    pthread_mutex_unlock(&le->tmu);
+    arr_mutex_unlock(&le->tmu);
     le_unlock(le);
     return rc;
 }
@@ -321,16 +321,16 @@ static int h_unlock(void *arg, const char *res)
     if (!le)
         return -ENOMEM;
     atomic_fetch_add(&cl->lock_ops, 1);
-    pthread_mutex_lock(&le->mu);
-    pthread_mutex_lock(&le->tmu);
+    arr_mutex_lock(&le->mu);
+    arr_mutex_lock(&le->tmu);
     stray = le->stray;
-    pthread_mutex_unlock(&le->tmu);
+    arr_mutex_unlock(&le->tmu);
     if (stray)
         clr_lock_wait(le->lk, CL_LOCK_LIMIT_MS);    /* the late answer first */
-    pthread_mutex_lock(&le->tmu);
+    arr_mutex_lock(&le->tmu);
     le->stray = false;
     le->believed = CLR_LOCK_IV;
-    pthread_mutex_unlock(&le->tmu);
+    arr_mutex_unlock(&le->tmu);
     if (clr_lock_mode(le->lk) != CLR_LOCK_IV)
         rc = clr_unlock_sync(le->lk, 0, CL_LOCK_LIMIT_MS);
     le_unlock(le);
@@ -370,10 +370,10 @@ static int bcast_recv(void *arg, const struct clr_bcast_msg *m)
             /* that slot is alive again: none of its NEWDISKs is orphaned;
              * but a new incarnation drives no rebuild of the old one (it
              * loads every rebuilding member as driven elsewhere) */
-            pthread_mutex_lock(&cl->mu);
+            arr_mutex_lock(&cl->mu);
             cl->dead_pending &= ~(1ull << d.slot);
             cl->orphan_pending |= 1ull << d.slot;
-            pthread_mutex_unlock(&cl->mu);
+            arr_mutex_unlock(&cl->mu);
         }
     }
     rc = clr_mdc_receive(&cl->mdc, m);
@@ -381,10 +381,10 @@ static int bcast_recv(void *arg, const struct clr_bcast_msg *m)
         /* the sender leaves unclean (dirty chunks, or a rebuild it drove):
          * once its slot is taken over (queued by the core just now), what
          * it was rebuilding resumes here (resume_orphans) */
-        pthread_mutex_lock(&cl->mu);
+        arr_mutex_lock(&cl->mu);
         cl->orphan_pending |= 1ull << tl_rx_sender;
         pthread_cond_broadcast(&cl->cond);
-        pthread_mutex_unlock(&cl->mu);
+        arr_mutex_unlock(&cl->mu);
     }
     tl_rx_sender = tl_rx_type = -1;
     tl_settle_all = false;
@@ -403,11 +403,11 @@ static struct arr_member *good_member(struct clr_array *a)
 {
     struct arr_member *g = NULL;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nmem && !g; i++)
         if (a->mem[i]->state == ARR_M_IN_SYNC && a->mem[i]->io)
             g = a->mem[i];
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     return g;
 }
 
@@ -421,11 +421,11 @@ static int read_region(struct clr_array *a, unsigned slot, uint8_t **out)
     unsigned n = 0, nok = 0;
     int rc, last = -ENODEV;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nmem; i++)
         if (a->mem[i]->state == ARR_M_IN_SYNC && a->mem[i]->io)
             src[n++] = a->mem[i];
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     if (!n)
         return -ENODEV;
     rc = clr_io_alloc((void **)&buf, len);
@@ -484,25 +484,25 @@ static int h_bitmap_clear(void *arg, unsigned slot)
     if (rc)
         return rc;
     memset(buf + CLR_BITMAP_SB_BYTES, 0, slot_region_bytes(a) - CLR_BITMAP_SB_BYTES);
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nmem; i++) {
         struct arr_member *m = a->mem[i];
 
         if ((m->state == ARR_M_IN_SYNC || m->state == ARR_M_REBUILDING) && m->io)
             tgt[n++] = m;
     }
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     for (unsigned i = 0; i < n && rc == 0; i++) {
         int w = clr_io_pwrite(tgt[i]->io, buf, slot_region_bytes(a),
                               clr_bitmap_slot_offset(&a->sb, &a->bsb, slot), CLR_IO_FUA);
 
         if (w)
-            rc = clr_arr_member_failed(a, tgt[i], w) ? w : 0;
+            rc = clr_arr_member_failed(a, NULL, tgt[i], w) ? w : 0;
     }
     clr_io_free(buf);
-    pthread_mutex_lock(&cl->mu);
+    arr_mutex_lock(&cl->mu);
     cl->takeover_at_ms = clr_arr_wall_ms();
-    pthread_mutex_unlock(&cl->mu);
+    arr_mutex_unlock(&cl->mu);
     return rc;
 }
 
@@ -512,7 +512,7 @@ static int h_bitmap_merge(void *arg, const uint8_t *bits, size_t nbytes)
     struct clr_array *a = cl->a;
     uint64_t cs = a->bmc.chunk_sectors, any = 0;
 
-    pthread_mutex_lock(&a->bm_lock);
+    arr_mutex_lock(&a->bm_lock);
     for (uint64_t k = 0; k < a->bmc.nchunks && k / 8 < nbytes; k++) {
         if (!clr_bitmap_test(bits, k))
             continue;
@@ -521,7 +521,7 @@ static int h_bitmap_merge(void *arg, const uint8_t *bits, size_t nbytes)
         clr_bmc_mark_needed(&a->bmc, s, n);
         any++;
     }
-    pthread_mutex_unlock(&a->bm_lock);
+    arr_mutex_unlock(&a->bm_lock);
     if (any) {
         /* our slot, durable on every in-sync member; if none took the bits
          * the core must not clear the slot they came from */
@@ -539,10 +539,10 @@ static void h_want_resync(void *arg)
     struct arr_cluster *cl = arg;
     struct clr_array *a = cl->a;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     a->resync_pending = true;
     clr_arr_sync_kick_locked(a);
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
 }
 
 static int h_pause(void *arg, unsigned ms)
@@ -553,12 +553,12 @@ static int h_pause(void *arg, unsigned ms)
     int rc = 0;
 
     deadline(&ts, ms);
-    pthread_mutex_lock(&cl->mu);
+    arr_mutex_lock(&cl->mu);
     g = cl->gen;
     while (!cl->stop && cl->gen == g && rc == 0)
-        rc = pthread_cond_timedwait(&cl->cond, &cl->mu, &ts);
+        rc = arr_cond_timedwait(&cl->cond, &cl->mu, &ts);
     rc = cl->stop ? -ESHUTDOWN : 0;
-    pthread_mutex_unlock(&cl->mu);
+    arr_mutex_unlock(&cl->mu);
     return rc;
 }
 
@@ -611,7 +611,7 @@ static void settle_candidates(struct arr_cluster *cl, const struct clr_md_sb *re
 {
     struct clr_array *a = cl->a;
 
-    pthread_mutex_lock(&cl->mu);
+    arr_mutex_lock(&cl->mu);
     for (unsigned i = 0; i < cl->ncand;) {
         struct cl_candidate *c = &cl->cand[i];
         struct clr_md_sb sb;
@@ -639,7 +639,7 @@ static void settle_candidates(struct arr_cluster *cl, const struct clr_md_sb *re
         m->role = -1;
         m->state = ARR_M_SPARE;
         m->io = c->io;
-        pthread_mutex_lock(&a->lock);
+        arr_mutex_lock(&a->lock);
         if (a->nmem < ARR_MAX_MEMBERS) {
             a->mem[a->nmem++] = m;
             clr_arr_log(a, LOG_NOTICE, "%s: added as device %u by another node", m->path, m->dev_number);
@@ -648,10 +648,10 @@ static void settle_candidates(struct arr_cluster *cl, const struct clr_md_sb *re
             free(m->path);
             free(m);
         }
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
         cl->cand[i] = cl->cand[--cl->ncand];
     }
-    pthread_mutex_unlock(&cl->mu);
+    arr_mutex_unlock(&cl->mu);
 }
 
 /* Re-reads the superblock of @dev_number (or a good member) and applies
@@ -668,11 +668,11 @@ static int read_newest_sb(struct clr_array *a, struct clr_md_sb *sb)
     unsigned nin = 0, nok = 0;
     int last = -ENODEV;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nmem; i++)
         if (a->mem[i]->state == ARR_M_IN_SYNC && a->mem[i]->io)
             in[nin++] = a->mem[i];
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     for (unsigned i = 0; i < nin; i++) {
         struct clr_md_sb x;
         int r = read_sb_io(in[i]->io, a->sb.set_uuid, &x);
@@ -711,11 +711,11 @@ static int cl_rebuild_check(struct clr_array *a, struct arr_member *m, uint64_t 
 
     if (!a->cl)
         return 0;
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     io = m->io;
     role = m->role;
     dn = m->dev_number;
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     if (!io || role < 0 || read_sb_io(io, a->sb.set_uuid, &own) != 0 || read_newest_sb(a, &sb) != 0)
         return 0;
     if (recovered_elsewhere(&own, &sb, dn, role))
@@ -741,7 +741,7 @@ static int reload_sb_dead(struct clr_array *a, uint32_t dev_number, uint64_t dea
     unsigned nchk = 0;
     int rc;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nmem; i++) {
         struct arr_member *m = a->mem[i];
 
@@ -749,7 +749,7 @@ static int reload_sb_dead(struct clr_array *a, uint32_t dev_number, uint64_t dea
             m->state != ARR_M_FAULTY && m->state != ARR_M_REMOVED)
             src = m;
     }
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     rc = src ? read_sb_io(src->io, a->sb.set_uuid, &sb) : -ENODEV;
     if (rc) {
         /* CLR_MDC_ANY_DEV (after a death, a join, our own meta_begin), or
@@ -768,17 +768,17 @@ static int reload_sb_dead(struct clr_array *a, uint32_t dev_number, uint64_t dea
     own = calloc(ARR_MAX_MEMBERS, sizeof *own);
     if (!own)
         return -ENOMEM;
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nmem; i++) {
         struct arr_member *m = a->mem[i];
 
         if (m->io && (m->state == ARR_M_SPARE || (m->state == ARR_M_REBUILDING && m->remote_rebuild)))
             chk[nchk++] = m;
     }
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     for (unsigned i = 0; i < nchk; i++)
         have[i] = read_sb_io(chk[i]->io, a->sb.set_uuid, &own[i]) == 0;
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     if (sb.events > a->sb.events)
         a->sb.events = sb.events;
     for (unsigned i = 0; i < a->nmem; i++) {
@@ -840,7 +840,7 @@ static int reload_sb_dead(struct clr_array *a, uint32_t dev_number, uint64_t dea
             a->resync_pending = true;
         clr_arr_sync_kick_locked(a);
     }
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     free(own);
     if (changed)
         clr_arr_bm_set_degraded(a);
@@ -866,14 +866,14 @@ static int h_find_disk(void *arg, const uint8_t uuid[16], uint32_t dev_number)
     clr_uuid_format_dashed(uuid, want);
     /* one NEWDISK at a time cluster-wide (its adder holds `metadata`):
      * candidates of an earlier one are stale (its adder died) */
-    pthread_mutex_lock(&cl->mu);
+    arr_mutex_lock(&cl->mu);
     while (cl->ncand) {
         clr_arr_log(a, LOG_INFO, "%s: candidate for device %u dropped (a newer NEWDISK)", cl->cand[0].path,
                     cl->cand[0].dev_number);
         drop_candidate_locked(cl, 0);
     }
-    pthread_mutex_unlock(&cl->mu);
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_unlock(&cl->mu);
+    arr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nmem; i++) {
         char tmp[256];
         bool dup = false;
@@ -886,7 +886,7 @@ static int h_find_disk(void *arg, const uint8_t uuid[16], uint32_t dev_number)
         if (!dup && ndirs < ARR_MAX_MEMBERS)
             snprintf(dirs[ndirs++], sizeof dirs[0], "%s", d);
     }
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     for (unsigned i = 0; i < ndirs && rc == -ENOENT; i++) {
         DIR *d = opendir(dirs[i]);
         struct dirent *de;
@@ -915,7 +915,7 @@ static int h_find_disk(void *arg, const uint8_t uuid[16], uint32_t dev_number)
                 unsigned fl = (a->flags & CLR_ARRAY_BUFFERED) ? CLR_IO_OPEN_BUFFERED : 0;
 
                 if (clr_io_open(a->ctx, path, fl, &io) == 0) {
-                    pthread_mutex_lock(&cl->mu);
+                    arr_mutex_lock(&cl->mu);
                     if (cl->ncand < CL_MAX_CANDIDATES) {
                         struct cl_candidate *c = &cl->cand[cl->ncand++];
 
@@ -929,7 +929,7 @@ static int h_find_disk(void *arg, const uint8_t uuid[16], uint32_t dev_number)
                         io = NULL;
                         rc = 0;
                     }
-                    pthread_mutex_unlock(&cl->mu);
+                    arr_mutex_unlock(&cl->mu);
                     clr_io_close(io);
                 }
             }
@@ -958,7 +958,7 @@ static int h_remote_remove(void *arg, uint32_t dev_number)
     struct clr_array *a = cl->a;
     struct arr_member *m;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     m = by_dev_locked(a, dev_number);
     if (m && (m->state == ARR_M_FAULTY || m->state == ARR_M_SPARE)) {
         m->state = ARR_M_REMOVED;
@@ -966,7 +966,7 @@ static int h_remote_remove(void *arg, uint32_t dev_number)
         m->write_behind = false;
         clr_arr_log(a, LOG_NOTICE, "%s: removed by another node", m->path);
     }
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     return 0;
 }
 
@@ -982,13 +982,13 @@ static int h_remote_readd(void *arg, uint32_t dev_number)
 
     bool nomem = false;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     m = by_dev_locked(a, dev_number);
     if (m && !m->io) {
         path = strdup(m->path);
         nomem = !path;
     }
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     if (!m)
         return -ENOENT;
     if (nomem)
@@ -1003,7 +1003,7 @@ static int h_remote_readd(void *arg, uint32_t dev_number)
         if (read_sb_io(io ? io : m->io, a->sb.set_uuid, &sb) != 0)
             sb.dev_number = UINT32_MAX;
     }
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     role = m->role;
     if (role < 0 && sb.dev_number == dev_number && dev_number < sb.max_dev &&
         sb.dev_roles[dev_number] < a->g.raid_disks)
@@ -1030,7 +1030,7 @@ static int h_remote_readd(void *arg, uint32_t dev_number)
         clr_arr_recompute_locked(a);
         clr_arr_log(a, LOG_NOTICE, "%s: re-added by another node: written from now on", m->path);
     }
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     clr_io_close(io);
     if (rc)
         return rc;
@@ -1073,7 +1073,7 @@ static void hold_note(struct arr_cluster *cl, const struct clr_ls_event *ev, int
     struct clr_array *a = cl->a;
     int64_t held = 0;
 
-    pthread_mutex_lock(&cl->mu);
+    arr_mutex_lock(&cl->mu);
     if (!was && now) {
         cl->hold_start_ms = t;
         cl->hold_end_ms = 0;
@@ -1081,7 +1081,7 @@ static void hold_note(struct arr_cluster *cl, const struct clr_ls_event *ev, int
         cl->hold_end_ms = t;
         held = t - cl->hold_start_ms;
     }
-    pthread_mutex_unlock(&cl->mu);
+    arr_mutex_unlock(&cl->mu);
     if (now & ~was) {
         clr_arr_log(a, LOG_WARNING, "cluster: node %u lost (slot %d, pid %u), writes held until it is fenced",
                     ev->nodeid, ev->slot - 1, ev->pid);
@@ -1112,18 +1112,18 @@ static void cl_event(struct clr_ls *ls, const struct clr_ls_event *ev, void *arg
     if (ev->type == CLR_LS_EV_DONE || ev->type == CLR_LS_EV_MEMBER_FAILED) {
         int n = clr_ls_member_count(ls);
 
-        pthread_mutex_lock(&cl->mu);
+        arr_mutex_lock(&cl->mu);
         cl->members = n;
-        pthread_mutex_unlock(&cl->mu);
+        arr_mutex_unlock(&cl->mu);
     }
     if (ev->type == CLR_LS_EV_PREP || ev->type == CLR_LS_EV_MEMBER_FAILED) {
-        pthread_mutex_lock(&cl->mu);
+        arr_mutex_lock(&cl->mu);
         cl->recovery_started_ms = clr_arr_wall_ms();
         if (ev->type == CLR_LS_EV_MEMBER_FAILED && ev->slot >= 1 && ev->slot <= 64) {
             cl->dead_pending |= 1ull << (ev->slot - 1);
             cl->orphan_pending |= 1ull << (ev->slot - 1);
         }
-        pthread_mutex_unlock(&cl->mu);
+        arr_mutex_unlock(&cl->mu);
     }
     switch (ev->type) {
     case CLR_LS_EV_PREP:
@@ -1145,10 +1145,10 @@ static void cl_event(struct clr_ls *ls, const struct clr_ls_event *ev, void *arg
         cl_wake(cl);
         break;
     case CLR_LS_EV_FREEZE:
-        pthread_mutex_lock(&a->lock);
+        arr_mutex_lock(&a->lock);
         a->frozen = true;
         cl->frozen_by_cluster = true;
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
         /* a write hold stays: writes past req_enter do not see the
          * freeze, so ending the hold here would let them reach the
          * disks on a node that lost quorum (the freeze is final: the
@@ -1193,7 +1193,7 @@ static void resume_orphans(struct arr_cluster *cl, uint64_t dead, bool alone)
     struct arr_member *orph[ARR_MAX_MEMBERS];
     unsigned n = 0;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nmem; i++) {
         struct arr_member *m = a->mem[i];
 
@@ -1201,7 +1201,7 @@ static void resume_orphans(struct arr_cluster *cl, uint64_t dead, bool alone)
             (alone || (m->rebuilder >= 0 && m->rebuilder < 64 && (dead & (1ull << m->rebuilder)))))
             orph[n++] = m;
     }
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     if (!n)
         return;
     for (unsigned i = 0; i < n; i++) {
@@ -1211,7 +1211,7 @@ static void resume_orphans(struct arr_cluster *cl, uint64_t dead, bool alone)
         uint64_t off = have && member_recovering(&own) && !(own.feature_map & CLR_MD_FEAT_RECOVERY_BITMAP)
                        ? own.recovery_offset : 0;
 
-        pthread_mutex_lock(&a->lock);
+        arr_mutex_lock(&a->lock);
         if (m->state == ARR_M_REBUILDING && m->remote_rebuild) {
             m->remote_rebuild = false;
             m->rebuilder = -1;
@@ -1222,7 +1222,7 @@ static void resume_orphans(struct arr_cluster *cl, uint64_t dead, bool alone)
                         alone ? "no other node is left to rebuild it" : "the node rebuilding it is gone", off);
             clr_arr_sync_kick_locked(a);
         }
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
     }
 }
 
@@ -1233,11 +1233,11 @@ static void note_balancing(struct arr_cluster *cl)
     struct clr_mdc_stats st;
 
     clr_mdc_stats(&cl->mdc, &st);
-    pthread_mutex_lock(&cl->mu);
+    arr_mutex_lock(&cl->mu);
     if (!st.recovering && !st.pending && cl->recovery_started_ms &&
         cl->read_balancing_restored_ms < cl->recovery_started_ms)
         cl->read_balancing_restored_ms = clr_arr_wall_ms();
-    pthread_mutex_unlock(&cl->mu);
+    arr_mutex_unlock(&cl->mu);
 }
 
 static void *rec_main(void *arg)
@@ -1245,13 +1245,13 @@ static void *rec_main(void *arg)
     struct arr_cluster *cl = arg;
     unsigned backoff = 100;
 
-    pthread_mutex_lock(&cl->mu);
+    arr_mutex_lock(&cl->mu);
     while (!cl->stop) {
         uint64_t g = cl->gen, dead, orphans;
         bool pend, alone;
         int rc = 0;
 
-        pthread_mutex_unlock(&cl->mu);
+        arr_mutex_unlock(&cl->mu);
         note_balancing(cl);
         pend = clr_mdc_recovery_pending(&cl->mdc);
         if (pend)
@@ -1260,38 +1260,38 @@ static void *rec_main(void *arg)
         /* the masks first, then the queue (not under cl->mu: changed()
          * nests the other way): a slot is marked only after the core
          * queued its takeover, so a mark seen here is never ahead of it */
-        pthread_mutex_lock(&cl->mu);
+        arr_mutex_lock(&cl->mu);
         dead = cl->dead_pending;
         orphans = cl->orphan_pending;
         alone = cl->members == 1;
-        pthread_mutex_unlock(&cl->mu);
+        arr_mutex_unlock(&cl->mu);
         pend = clr_mdc_recovery_pending(&cl->mdc);
         if (rc || pend)
             dead = orphans = 0;
-        pthread_mutex_lock(&cl->mu);
+        arr_mutex_lock(&cl->mu);
         cl->dead_pending &= ~dead;
         cl->orphan_pending &= ~orphans;
         if ((dead || orphans || alone) && !cl->stop) {
             /* the slots that went are taken over: what they left half done */
-            pthread_mutex_unlock(&cl->mu);
+            arr_mutex_unlock(&cl->mu);
             if (dead)
                 reload_sb_dead(cl->a, CLR_MDC_ANY_DEV, dead);
             else if (orphans)
                 reload_sb(cl->a, CLR_MDC_ANY_DEV);
             resume_orphans(cl, orphans, alone && !pend && rc == 0);
-            pthread_mutex_lock(&cl->mu);
+            arr_mutex_lock(&cl->mu);
         }
         if (cl->stop)
             break;
         if (rc && rc != -ESHUTDOWN) {
             struct timespec ts;
 
-            pthread_mutex_unlock(&cl->mu);
+            arr_mutex_unlock(&cl->mu);
             clr_arr_log(cl->a, LOG_ERR, "cluster: bitmap takeover failed (%s): retrying in %u ms",
                         strerror(-rc), backoff);
-            pthread_mutex_lock(&cl->mu);
+            arr_mutex_lock(&cl->mu);
             deadline(&ts, backoff);
-            pthread_cond_timedwait(&cl->cond, &cl->mu, &ts);
+            arr_cond_timedwait(&cl->cond, &cl->mu, &ts);
             backoff = backoff < 5000 ? backoff * 2 : 5000;
             continue;
         }
@@ -1300,10 +1300,10 @@ static void *rec_main(void *arg)
             struct timespec ts;
 
             deadline(&ts, 1000);
-            pthread_cond_timedwait(&cl->cond, &cl->mu, &ts);
+            arr_cond_timedwait(&cl->cond, &cl->mu, &ts);
         }
     }
-    pthread_mutex_unlock(&cl->mu);
+    arr_mutex_unlock(&cl->mu);
     return NULL;
 }
 
@@ -1362,11 +1362,11 @@ static int load_our_slot(struct clr_array *a, struct clr_err *e)
         free(u);
         return clr_err_set(e, -ENOMEM, "out of memory");
     }
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nmem; i++)
         if (a->mem[i]->state == ARR_M_IN_SYNC && a->mem[i]->io)
             src[n++] = a->mem[i];
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     for (unsigned i = 0; i < n; i++) {
         rc = clr_io_pread(src[i]->io, buf, a->bm_write_bytes, a->bm_off);
         if (rc) {
@@ -1432,13 +1432,13 @@ static void cl_free(struct clr_array *a)
         clr_mdc_destroy(&cl->mdc);
     for (struct cl_lockent *le = cl->locks, *nx; le; le = nx) {
         nx = le->next;
-        pthread_mutex_destroy(&le->mu);
-        pthread_mutex_destroy(&le->tmu);
+        arr_mutex_destroy(&le->mu);
+        arr_mutex_destroy(&le->tmu);
         free(le);
     }
     while (cl->ncand)
         drop_candidate_locked(cl, 0);
-    pthread_mutex_destroy(&cl->mu);
+    arr_mutex_destroy(&cl->mu);
     pthread_cond_destroy(&cl->cond);
     free(cl);
     a->cl = NULL;
@@ -1454,9 +1454,9 @@ static void cl_close(struct clr_array *a, bool killed)
         clr_bcast_close(cl->bc);
     cl->bc = NULL;
     for (struct cl_lockent *le = cl->locks; le; le = le->next) {
-        pthread_mutex_lock(&le->tmu);
+        arr_mutex_lock(&le->tmu);
         le->stray = false;      /* closing: nothing to convert back */
-        pthread_mutex_unlock(&le->tmu);
+        arr_mutex_unlock(&le->tmu);
         if (!killed && clr_lock_mode(le->lk) != CLR_LOCK_IV)
             clr_unlock_sync(le->lk, 0, 2000);
         clr_lock_destroy(le->lk);
@@ -1476,7 +1476,6 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
     int rc, slot;
     unsigned nodes;
     uint64_t win;
-    bool was_nowait;
 
     cl_free(a);     /* a previous run's */
     cl = calloc(1, sizeof *cl);
@@ -1484,7 +1483,7 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
         return clr_err_set(e, -ENOMEM, "out of memory");
     cl->a = a;
     snprintf(cl->backend, sizeof cl->backend, "%s", a->lock_backend);
-    pthread_mutex_init(&cl->mu, NULL);
+    arr_mutex_init(&cl->mu, ARR_RANK_CL, "cl->mu");
     pthread_cond_init(&cl->cond, NULL);
     a->cl = cl;
     a->clops = &cl_ops;
@@ -1550,7 +1549,7 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
     /* A member failing during join (bitmap merge) or the write-back below
      * must not wait for a thaw nobody can give (we are inside run): the
      * start fails instead. */
-    was_nowait = clr_arr_nowait(true);
+    clr_arr_nowait_enter(a);
     for (int tries = 0;; tries++) {
         rc = clr_mdc_join(&cl->mdc);
         if (rc != -EBUSY || tries >= 50)
@@ -1560,7 +1559,7 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
         nanosleep(&ts, NULL);
     }
     if (rc) {
-        clr_arr_nowait(was_nowait);
+        clr_arr_nowait_exit(a);
         clr_err_set(e, rc, "cannot join the cluster as slot %u: %s%s", a->slot, strerror(-rc),
                     rc == -EBUSY ? " (slot already owned: another engine of this array runs here?)" : "");
         goto fail;
@@ -1571,12 +1570,12 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
      * lock (it cleared the slot): write them back before any client write
      * counts on them. */
     rc = clr_arr_bm_flush(a);
-    clr_arr_nowait(was_nowait);
+    clr_arr_nowait_exit(a);
     if (rc == 0) {
-        pthread_mutex_lock(&a->lock);
+        arr_mutex_lock(&a->lock);
         if (a->frozen)
             rc = clr_err_set(e, -EIO, "a member failed while joining the cluster and the failure could not be recorded and announced: not started");
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
     } else {
         clr_err_set(e, rc, "cannot write bitmap slot %u after joining: %s", a->slot, strerror(-rc));
     }
@@ -1612,16 +1611,16 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
         goto fail;
     }
     cl->rec_on = true;
-    pthread_mutex_lock(&cl->mu);
+    arr_mutex_lock(&cl->mu);
     cl->members = clr_ls_member_count(cl->ls);
-    pthread_mutex_unlock(&cl->mu);
+    arr_mutex_unlock(&cl->mu);
     clr_arr_log(a, LOG_INFO, "joined cluster lockspace %s (%s) as slot %u of %u, %d members", lsname,
                 a->lock_backend, a->slot, nodes, cl->members);
     return 0;
 fail:
-    pthread_mutex_lock(&cl->mu);
+    arr_mutex_lock(&cl->mu);
     cl->stop = true;
-    pthread_mutex_unlock(&cl->mu);
+    arr_mutex_unlock(&cl->mu);
     cl_close(a, false);
     return rc;
 }
@@ -1632,19 +1631,19 @@ static bool cl_alone(struct clr_array *a)
 
     if (!a->cl)
         return true;
-    pthread_mutex_lock(&a->cl->mu);
+    arr_mutex_lock(&a->cl->mu);
     alone = a->cl->members == 1;
-    pthread_mutex_unlock(&a->cl->mu);
+    arr_mutex_unlock(&a->cl->mu);
     return alone;
 }
 
 /* Tells the cluster threads to stop (they notice at their next wait). */
 static void cl_signal_stop(struct arr_cluster *cl)
 {
-    pthread_mutex_lock(&cl->mu);
+    arr_mutex_lock(&cl->mu);
     cl->stop = true;
     pthread_cond_broadcast(&cl->cond);
-    pthread_mutex_unlock(&cl->mu);
+    arr_mutex_unlock(&cl->mu);
 }
 
 static void cl_stop_threads(struct clr_array *a)
@@ -1697,13 +1696,13 @@ int clr_array_confirm_dead(struct clr_array *a, uint64_t member)
     int rc = -EINVAL;
     bool up;
 
-    pthread_mutex_lock(&a->mgmt_lock);
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->mgmt_lock);
+    arr_mutex_lock(&a->lock);
     up = a->running && !a->stopping;
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     if (up && a->cl && a->cl->ls)
         rc = clr_ls_confirm_dead(a->cl->ls, member);
-    pthread_mutex_unlock(&a->mgmt_lock);
+    arr_mutex_unlock(&a->mgmt_lock);
     return rc;
 }
 
@@ -1726,9 +1725,9 @@ static uint64_t cl_gen(struct clr_array *a)
 
     if (!a->cl)
         return 0;
-    pthread_mutex_lock(&a->cl->mu);
+    arr_mutex_lock(&a->cl->mu);
     g = a->cl->gen;
-    pthread_mutex_unlock(&a->cl->mu);
+    arr_mutex_unlock(&a->cl->mu);
     return g;
 }
 
@@ -1741,10 +1740,10 @@ static void cl_wait(struct clr_array *a, uint64_t gen, unsigned ms)
     if (!cl)
         return;
     deadline(&ts, ms);
-    pthread_mutex_lock(&cl->mu);
+    arr_mutex_lock(&cl->mu);
     while (cl->gen == gen && !cl->stop && rc == 0)
-        rc = pthread_cond_timedwait(&cl->cond, &cl->mu, &ts);
-    pthread_mutex_unlock(&cl->mu);
+        rc = arr_cond_timedwait(&cl->cond, &cl->mu, &ts);
+    arr_mutex_unlock(&cl->mu);
 }
 
 static bool cl_write_blocked(struct clr_array *a, uint64_t lo, uint64_t hi)
@@ -1794,9 +1793,9 @@ static int cl_meta_end(struct clr_array *a, bool send)
         clr_arr_log(a, LOG_ERR, "cluster: no in-sync member left to name in METADATA_UPDATED");
         send = false;
     }
-    pthread_mutex_lock(&a->meta_lock);
+    arr_mutex_lock(&a->meta_lock);
     written = a->sb_done_gen;
-    pthread_mutex_unlock(&a->meta_lock);
+    arr_mutex_unlock(&a->meta_lock);
     cl_meta_owner(a->cl, false);
     /* the core turns a refusal into -EREMOTEIO (engine/cluster/mdc.c) */
     rc = clr_mdc_meta_end(&a->cl->mdc, g ? g->dev_number : 0, send);
@@ -1808,10 +1807,10 @@ static int cl_meta_end(struct clr_array *a, bool send)
     } else if (rc) {
         clr_arr_log(a, LOG_ERR, "cluster: METADATA_UPDATED not delivered: %s", strerror(-rc));
     } else if (send) {
-        pthread_mutex_lock(&a->meta_lock);
+        arr_mutex_lock(&a->meta_lock);
         if (written > a->sb_announced_gen)
             a->sb_announced_gen = written;
-        pthread_mutex_unlock(&a->meta_lock);
+        arr_mutex_unlock(&a->meta_lock);
     }
     return rc;
 }
@@ -1830,9 +1829,9 @@ static int cl_resync_begin(struct clr_array *a, uint64_t lo, uint64_t hi)
         rc = clr_mdc_resync_begin(&a->cl->mdc, lo, hi);
         if (rc != -ETIMEDOUT && rc != -EAGAIN && rc != -EBUSY)
             return rc;
-        pthread_mutex_lock(&a->lock);
+        arr_mutex_lock(&a->lock);
         stop = a->stopping || a->sync_abort;
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
         if (stop)
             return -ECANCELED;
     }
@@ -1905,7 +1904,7 @@ static void cl_status(struct clr_array *a, json_object *o, uint64_t *lock_ops, u
     int64_t started, restored, taken, hold0, hold1;
 
     clr_mdc_stats(&cl->mdc, &st);
-    pthread_mutex_lock(&cl->mu);
+    arr_mutex_lock(&cl->mu);
     json_object_object_add(c, "backend", json_object_new_string(cl->backend));
     json_object_object_add(c, "slot", json_object_new_int64(st.slot));
     json_object_object_add(c, "members", json_object_new_int(cl->stop ? 0 : cl->members));
@@ -1914,7 +1913,7 @@ static void cl_status(struct clr_array *a, json_object *o, uint64_t *lock_ops, u
     taken = cl->takeover_at_ms;
     hold0 = cl->hold_start_ms;
     hold1 = cl->hold_end_ms;
-    pthread_mutex_unlock(&cl->mu);
+    arr_mutex_unlock(&cl->mu);
     /* members lost with their node and not yet fenced: new writes wait;
      * write_hold: wall-clock ms of the last hold's start and end (null:
      * still held), so a test can tell that no write completed inside it */

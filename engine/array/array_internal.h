@@ -20,6 +20,7 @@
 #include <json-c/json.h>
 
 #include "array/array.h"
+#include "array/lockrank.h"
 #include "format/md_bitmap.h"
 #include "format/md_sb.h"
 #include "io/io.h"
@@ -28,6 +29,7 @@
 
 #define ARR_MAX_MEMBERS         (CLR_RAID_MAX_DISKS + 32)
 #define ARR_SECTOR              512u
+#define ARR_NOWAIT_MAX          4
 
 enum arr_mstate {
     ARR_M_IN_SYNC,
@@ -77,23 +79,41 @@ struct arr_range {
 };
 
 struct arr_rlock {
-    pthread_mutex_t mu;
+    struct arr_mutex mu;
     pthread_cond_t cv;
     struct arr_range *held;
+};
+
+struct clr_array;
+struct arr_member;
+
+/* One request's section, carried down the call chain as md passes an
+ * r1bio: a client write, a sync unit or a recovery unit.  In a cluster,
+ * member failures seen inside the range-locked section are written and
+ * announced at its end (a remote resync's drain must never wait for our
+ * broadcast), and write-behind legs that failed in it wait for the
+ * failure's announcer there.  Functions that take @rq accept NULL:
+ * no section, a failure is announced at once. */
+struct arr_req {
+    bool deferring;                 /* cluster: failures wait for the end */
+    uint64_t defer_gen;             /* newest failure generation seen */
+    bool behind_any;                /* a write-behind leg failed */
+    unsigned nbehind;               /* their members, each once */
+    struct arr_member *behind[ARR_MAX_MEMBERS];
 };
 
 /* Per-level data path and sync operations (mirror or parity). */
 struct arr_ops {
     /* [ls, ls+n) logical sectors, aligned buffers. */
-    int (*read)(struct clr_array *a, uint8_t *buf, uint64_t ls, uint64_t n, bool locked);
+    int (*read)(struct clr_array *a, struct arr_req *rq, uint8_t *buf, uint64_t ls, uint64_t n, bool locked);
     /* *whole = every role got the data (else the bitmap keeps NEEDED). */
-    int (*write)(struct clr_array *a, const uint8_t *buf, uint64_t ls, uint64_t n,
+    int (*write)(struct clr_array *a, struct arr_req *rq, const uint8_t *buf, uint64_t ls, uint64_t n,
                  unsigned ioflags, bool *whole);
     /* Sync range of a logical range. */
     void (*sync_range)(const struct clr_array *a, uint64_t ls, uint64_t n,
                        uint64_t *ss, uint64_t *sn);
     /* One sync unit [ss, ss+sn) of sync sectors, range lock held. */
-    int (*sync_unit)(struct clr_array *a, enum arr_action act, uint64_t ss, uint64_t sn,
+    int (*sync_unit)(struct clr_array *a, struct arr_req *rq, enum arr_action act, uint64_t ss, uint64_t sn,
                      uint64_t *mismatch);
     /* Recover member @m's device sectors [ds, ds+n); returns sectors done. */
     int64_t (*recover_unit)(struct clr_array *a, struct arr_member *m, uint64_t ds,
@@ -128,7 +148,7 @@ struct clr_array {
     struct arr_member *role_mem[CLR_RAID_MAX_DISKS];   /* IN_SYNC/REBUILDING holder */
 
     /* lock: member states, freeze, request accounting, sync requests */
-    pthread_mutex_t lock;
+    struct arr_mutex lock;
     pthread_cond_t cond;            /* freeze, drain, sync wake-ups */
     bool running, stopping, stopped;
     bool frozen, thaw_err;
@@ -139,10 +159,17 @@ struct clr_array {
     bool degraded;
 
     /* management calls, one at a time (taken before everything else) */
-    pthread_mutex_t mgmt_lock;
+    struct arr_mutex mgmt_lock;
+    /* threads that must not wait for a thaw (under lock): a management
+     * call (it holds mgmt_lock, which a thaw by re-add and the stop
+     * need) and the thread joining the cluster in start (nobody can
+     * thaw an array that is not started); a failure that cannot be
+     * announced fails their call instead */
+    pthread_t nowait_thr[ARR_NOWAIT_MAX];
+    unsigned nnowait;
 
     /* superblock writes */
-    pthread_mutex_t meta_lock;
+    struct arr_mutex meta_lock;
     uint64_t sb_done_gen;           /* written to the superblocks */
     atomic_uint_fast64_t sb_announced_gen;  /* written and (cluster)
                                      * METADATA_UPDATED delivered everywhere
@@ -151,7 +178,7 @@ struct clr_array {
     uint8_t *sb_buf;                /* 4 KiB per member slot */
 
     /* bitmap */
-    pthread_mutex_t bm_lock;
+    struct arr_mutex bm_lock;
     pthread_cond_t bm_cond;
     struct clr_bmc bmc;
     uint64_t bm_want_gen, bm_done_gen;
@@ -168,7 +195,7 @@ struct clr_array {
     struct arr_rlock rl;
 
     /* RAID5/6 stripe buffers: a bounded pool (stripe_cache_kib) */
-    pthread_mutex_t sp_lock;
+    struct arr_mutex sp_lock;
     pthread_cond_t sp_cond;
     uint8_t *sp_free[64];
     unsigned sp_nfree, sp_total, sp_max;
@@ -224,6 +251,10 @@ bool clr_arr_mark_faulty_locked(struct clr_array *a, struct arr_member *m);
 bool clr_arr_mark_faulty_remote_locked(struct clr_array *a, struct arr_member *m);
 void clr_arr_take_spare_locked(struct clr_array *a, int role);
 void clr_arr_status_no_cluster(struct clr_array *a, json_object *o);
+/* the calling thread must not wait for a thaw until nowait_exit */
+void clr_arr_nowait_enter(struct clr_array *a);
+void clr_arr_nowait_exit(struct clr_array *a);
+bool clr_arr_nowait(struct clr_array *a);
 
 /* range lock (array_state.c) */
 void clr_arr_rl_init(struct arr_rlock *rl);
@@ -233,20 +264,18 @@ void clr_arr_rl_unlock(struct arr_rlock *rl, struct arr_range *r);
 
 /* ---- array_super.c ---- */
 int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean);
-int clr_arr_member_failed(struct clr_array *a, struct arr_member *m, int err);
-/* this thread must not wait for a thaw (management calls, start);
- * returns the previous setting */
-bool clr_arr_nowait(bool on);
+int clr_arr_member_failed(struct clr_array *a, struct arr_req *rq, struct arr_member *m, int err);
 int clr_arr_wait_thaw(struct clr_array *a);
-/* failures inside a range-locked section are written after it (cluster) */
-void clr_arr_defer_begin(struct clr_array *a);
-int clr_arr_defer_end(struct clr_array *a);
+/* a request section: begin before taking the range lock, end after
+ * releasing it; end writes and announces what failed inside (cluster) */
+void clr_arr_req_begin(struct clr_array *a, struct arr_req *rq);
+int clr_arr_req_end(struct clr_array *a, struct arr_req *rq);
 /* a write-behind leg failed: before the ack, wait until the failure's
  * announcer released `metadata` (every node stopped reading the member) */
-int clr_arr_behind_failed(struct clr_array *a, struct arr_member *m);
+int clr_arr_behind_failed(struct clr_array *a, struct arr_req *rq, struct arr_member *m);
 
 /* ---- array_bitmap.c ---- */
-int clr_arr_bm_start_write(struct clr_array *a, uint64_t ss, uint64_t sn);
+int clr_arr_bm_start_write(struct clr_array *a, struct arr_req *rq, uint64_t ss, uint64_t sn);
 void clr_arr_bm_end_write(struct clr_array *a, uint64_t ss, uint64_t sn, bool ok);
 int clr_arr_bm_flush(struct clr_array *a);
 bool clr_arr_bm_final_flush(struct clr_array *a);
@@ -411,7 +440,7 @@ void clr_arr_leg_submit(struct arr_leg *l, struct clr_io_wg *wg, struct arr_memb
                         void *buf, size_t len, uint64_t dsec, unsigned ioflags);
 /* fails every member whose leg failed: -EAGAIN if one was the last copy
  * (the array froze); *bad counts failed legs */
-int clr_arr_legs_settle(struct clr_array *a, struct arr_leg *legs, unsigned n, unsigned *bad);
+int clr_arr_legs_settle(struct clr_array *a, struct arr_req *rq, struct arr_leg *legs, unsigned n, unsigned *bad);
 static inline bool arr_writable(enum arr_mstate s)
 {
     return s == ARR_M_IN_SYNC || s == ARR_M_REBUILDING;

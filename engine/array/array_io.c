@@ -22,13 +22,13 @@ static int req_enter(struct clr_array *a)
 {
     int rc = 0;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     while (a->quiesce && !a->stopping)
-        pthread_cond_wait(&a->cond, &a->lock);
+        arr_cond_wait(&a->cond, &a->lock);
     if (a->frozen && !a->thaw_err && a->running && !a->stopping) {
         a->blocked++;
         while (a->frozen && !a->thaw_err && !a->stopping)
-            pthread_cond_wait(&a->cond, &a->lock);
+            arr_cond_wait(&a->cond, &a->lock);
         a->blocked--;
     }
     if (!a->running || a->stopping)
@@ -37,26 +37,26 @@ static int req_enter(struct clr_array *a)
         rc = -EIO;
     else
         a->inflight++;
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     atomic_store(&a->last_client_ns, clr_arr_now_ns());
     return rc;
 }
 
 static void req_exit(struct clr_array *a)
 {
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     if (--a->inflight == 0)
         pthread_cond_broadcast(&a->cond);
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
 }
 
 
 /* ============================ public entry points ======================== */
 
-static int checked_read(struct clr_array *a, uint8_t *buf, uint64_t ls, uint64_t n, bool locked)
+static int checked_read(struct clr_array *a, struct arr_req *rq, uint8_t *buf, uint64_t ls, uint64_t n, bool locked)
 {
     for (;;) {
-        int rc = a->ops->read(a, buf, ls, n, locked);
+        int rc = a->ops->read(a, rq, buf, ls, n, locked);
 
         if (rc != -EAGAIN)
             return rc;
@@ -93,9 +93,9 @@ int clr_array_pread(struct clr_array *a, void *buf, uint32_t count, uint64_t off
     s = offset & ~(uint64_t)(a->lbs - 1);
     e = (offset + count + a->lbs - 1) & ~(uint64_t)(a->lbs - 1);
     if (s == offset && e == offset + count && aligned_ptr(buf)) {
-        rc = checked_read(a, buf, s / ARR_SECTOR, (e - s) / ARR_SECTOR, false);
+        rc = checked_read(a, NULL, buf, s / ARR_SECTOR, (e - s) / ARR_SECTOR, false);
     } else if ((rc = clr_io_alloc((void **)&b, e - s)) == 0) {
-        rc = checked_read(a, b, s / ARR_SECTOR, (e - s) / ARR_SECTOR, false);
+        rc = checked_read(a, NULL, b, s / ARR_SECTOR, (e - s) / ARR_SECTOR, false);
         if (rc == 0)
             memcpy(buf, b + (offset - s), count);
         clr_io_free(b);
@@ -119,9 +119,9 @@ static int admit(struct clr_array *a, struct arr_range *r, uint64_t ss, uint64_t
             break;
         clr_arr_rl_unlock(&a->rl, r);
         arr_cl_wait(a, g, 100);
-        pthread_mutex_lock(&a->lock);
+        arr_mutex_lock(&a->lock);
         stop = a->stopping;
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
         if (stop)
             return -ESHUTDOWN;
         clr_arr_rl_lock(&a->rl, r, ss, sn);
@@ -138,14 +138,15 @@ static int locked_write(struct clr_array *a, const void *buf, uint64_t count, ui
     uint64_t ls = s / ARR_SECTOR, n = (e - s) / ARR_SECTOR, ss, sn;
     const uint8_t *src = buf;
     uint8_t *b = NULL;
+    struct arr_req req, *rq = &req;
     struct arr_range r;
     bool whole = false;
     int rc;
 
     a->ops->sync_range(a, ls, n, &ss, &sn);
-    clr_arr_defer_begin(a);
+    clr_arr_req_begin(a, rq);
     if (admit(a, &r, ss, sn)) {
-        clr_arr_defer_end(a);   /* nothing failed yet: nothing deferred */
+        clr_arr_req_end(a, rq);   /* nothing failed yet: nothing deferred */
         return -ESHUTDOWN;
     }
     if (buf && (s != offset || e != offset + count || !aligned_ptr(buf))) {
@@ -154,16 +155,16 @@ static int locked_write(struct clr_array *a, const void *buf, uint64_t count, ui
             goto out;
         /* partial first/last blocks: read-modify-write under the lock */
         if (s != offset)
-            rc = checked_read(a, b, ls, a->lbs / ARR_SECTOR, true);
+            rc = checked_read(a, rq, b, ls, a->lbs / ARR_SECTOR, true);
         if (rc == 0 && e != offset + count && (e - a->lbs != s || s == offset))
-            rc = checked_read(a, b + (e - s - a->lbs), (e - a->lbs) / ARR_SECTOR,
+            rc = checked_read(a, rq, b + (e - s - a->lbs), (e - a->lbs) / ARR_SECTOR,
                               a->lbs / ARR_SECTOR, true);
         if (rc)
             goto out;
         memcpy(b + (offset - s), buf, count);
         src = b;
     }
-    while ((rc = clr_arr_bm_start_write(a, ss, sn)) == -EAGAIN) {
+    while ((rc = clr_arr_bm_start_write(a, rq, ss, sn)) == -EAGAIN) {
         /* the bit reached no member: frozen, wait as a data write would */
         struct timespec pause = { 0, 10000000 };
 
@@ -174,7 +175,7 @@ static int locked_write(struct clr_array *a, const void *buf, uint64_t count, ui
         if (rc == 0 && admit(a, &r, ss, sn))
             rc = -ESHUTDOWN;
         if (rc) {
-            clr_arr_defer_end(a);
+            clr_arr_req_end(a, rq);
             clr_io_free(b);
             return rc;
         }
@@ -185,7 +186,7 @@ static int locked_write(struct clr_array *a, const void *buf, uint64_t count, ui
         /* counted while issuing legs: a remote re-add drains us */
         unsigned ep = clr_arr_wr_enter(a);
 
-        rc = a->ops->write(a, src, ls, n, ioflags, &whole);
+        rc = a->ops->write(a, rq, src, ls, n, ioflags, &whole);
         clr_arr_wr_exit(a, ep);
         if (rc != -EAGAIN)
             break;
@@ -198,7 +199,7 @@ static int locked_write(struct clr_array *a, const void *buf, uint64_t count, ui
             rc = -ESHUTDOWN;
         if (rc) {
             clr_arr_bm_end_write(a, ss, sn, false);
-            clr_arr_defer_end(a);
+            clr_arr_req_end(a, rq);
             clr_io_free(b);
             return rc;
         }
@@ -209,7 +210,7 @@ out:
     /* a leg that failed is faulty on disk (and the cluster told) first;
      * if that cannot be done the array froze and the write is not acked */
     {
-        int drc = clr_arr_defer_end(a);
+        int drc = clr_arr_req_end(a, rq);
 
         if (rc == 0 && drc)
             rc = drc < 0 ? drc : -EIO;
@@ -247,11 +248,11 @@ int clr_arr_flush_all(struct clr_array *a)
     struct clr_io_wg wg;
     unsigned n = 0;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nmem; i++)
         if (arr_writable(a->mem[i]->state) && a->mem[i]->io)
             tgt[n++] = a->mem[i];
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     clr_io_wg_init(&wg);
     for (unsigned i = 0; i < n; i++) {
         legs[i] = (struct arr_leg){ .wg = &wg, .m = tgt[i] };
@@ -262,7 +263,7 @@ int clr_arr_flush_all(struct clr_array *a)
             clr_arr_leg_done(&legs[i], s);
     }
     clr_io_wg_wait(&wg);
-    return clr_arr_legs_settle(a, legs, n, NULL);
+    return clr_arr_legs_settle(a, NULL, legs, n, NULL);
 }
 
 int clr_array_flush(struct clr_array *a)

@@ -32,14 +32,14 @@ void clr_arr_leg_submit(struct arr_leg *l, struct clr_io_wg *wg, struct arr_memb
 
 /* Fails every member whose leg failed. -EAGAIN if one of them was the last
  * copy (the array is frozen); *bad counts failed legs. */
-int clr_arr_legs_settle(struct clr_array *a, struct arr_leg *legs, unsigned n, unsigned *bad)
+int clr_arr_legs_settle(struct clr_array *a, struct arr_req *rq, struct arr_leg *legs, unsigned n, unsigned *bad)
 {
     int rc = 0;
 
     for (unsigned i = 0; i < n; i++) {
         if (legs[i].res < 0 && legs[i].behind) {
             /* not acked before every node stopped reading it */
-            if (clr_arr_behind_failed(a, legs[i].m) == -EAGAIN)
+            if (clr_arr_behind_failed(a, rq, legs[i].m) == -EAGAIN)
                 rc = -EAGAIN;
             continue;
         }
@@ -47,7 +47,7 @@ int clr_arr_legs_settle(struct clr_array *a, struct arr_leg *legs, unsigned n, u
             continue;
         if (bad)
             (*bad)++;
-        if (clr_arr_member_failed(a, legs[i].m, legs[i].res) == -EAGAIN)
+        if (clr_arr_member_failed(a, rq, legs[i].m, legs[i].res) == -EAGAIN)
             rc = -EAGAIN;
     }
     return rc;

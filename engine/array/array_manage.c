@@ -42,23 +42,23 @@ static int detach_removed(struct clr_array *a, struct arr_member *m)
 {
     struct arr_range r;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     if (a->frozen) {
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
         return -EBUSY;
     }
     a->quiesce++;
     while (a->inflight)
-        pthread_cond_wait(&a->cond, &a->lock);
-    pthread_mutex_unlock(&a->lock);
+        arr_cond_wait(&a->cond, &a->lock);
+    arr_mutex_unlock(&a->lock);
     /* sync units took their views under the range lock: wait for them */
     clr_arr_rl_lock(&a->rl, &r, 0, UINT64_MAX / 2);
     clr_io_close(m->io);
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     m->io = NULL;
     a->quiesce--;
     pthread_cond_broadcast(&a->cond);
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     clr_arr_rl_unlock(&a->rl, &r);
     return 0;
 }
@@ -89,10 +89,10 @@ json_object *clr_array_status_json(struct clr_array *a)
     uint64_t dirty, lock_ops, messages;
     const char *st;
 
-    pthread_mutex_lock(&a->bm_lock);
+    arr_mutex_lock(&a->bm_lock);
     dirty = clr_bmc_dirty_chunks(&a->bmc);
-    pthread_mutex_unlock(&a->bm_lock);
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_unlock(&a->bm_lock);
+    arr_mutex_lock(&a->lock);
     clr_uuid_format_mdadm(a->sb.set_uuid, uuid);
     clr_md_layout_name(a->sb.level, a->sb.layout, layout, sizeof layout);
     st = state_locked(a);
@@ -157,7 +157,7 @@ json_object *clr_array_status_json(struct clr_array *a)
     } else {
         json_object_object_add(o, "frozen", NULL);
     }
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     lock_ops = messages = 0;
     if (a->clops)
         a->clops->status(a, o, &lock_ops, &messages);
@@ -185,7 +185,7 @@ static int mgmt_fail_device(struct clr_array *a, const char *path, struct clr_er
     struct arr_member *m;
     int rc;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     rc = need_running(a, e);
     m = rc ? NULL : find_locked(a, path);
     if (!rc && !m)
@@ -195,10 +195,10 @@ static int mgmt_fail_device(struct clr_array *a, const char *path, struct clr_er
                          path, a->name);
     if (!rc && (m->state == ARR_M_FAULTY || m->state == ARR_M_REMOVED))
         rc = clr_err_set(e, -EALREADY, "%s is already %s", path, mstate_names[m->state]);
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     if (rc)
         return rc;
-    rc = clr_arr_member_failed(a, m, -EIO);
+    rc = clr_arr_member_failed(a, NULL, m, -EIO);
     return rc ? clr_err_set(e, -EIO, "%s: marked faulty here, but the failure could not be recorded and announced: array frozen", path) : 0;
 }
 
@@ -208,7 +208,7 @@ static int mgmt_remove_device(struct clr_array *a, const char *path, struct clr_
     uint64_t gen = 0;
     int rc;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     rc = need_running(a, e);
     m = rc ? NULL : find_locked(a, path);
     if (!rc && !m)
@@ -216,7 +216,7 @@ static int mgmt_remove_device(struct clr_array *a, const char *path, struct clr_
     if (!rc && m->state != ARR_M_FAULTY && m->state != ARR_M_SPARE)
         rc = clr_err_set(e, -EBUSY, "%s is %s: fail it first ('clraid fail %s %s')", path,
                          mstate_names[m->state], a->name, path);
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     if (rc)
         return rc;
     /* cluster: every node forgets it first (md: REMOVE, then the kick) */
@@ -224,14 +224,14 @@ static int mgmt_remove_device(struct clr_array *a, const char *path, struct clr_
     if (rc)
         return clr_err_set(e, rc, "%s: the other nodes did not take the removal (%s): retry", path,
                            strerror(-rc));
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     /* The I/O handle stays open until stop: requests that saw the
      * member before it failed may still hold it. */
     m->state = ARR_M_REMOVED;
     m->role = -1;
     m->write_behind = false;
     gen = ++a->state_gen;
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     rc = clr_arr_sb_update(a, gen, false);
     if (rc)
         clr_err_set(e, rc, "%s: removed here, but the superblock update was not written or announced to every node: %s",
@@ -249,11 +249,11 @@ static int copy_bitmap_area(struct clr_array *a, struct clr_io_dev *to)
     uint8_t *buf;
     int rc;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nmem && !src; i++)
         if (a->mem[i]->state == ARR_M_IN_SYNC && a->mem[i]->io)
             src = a->mem[i];
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     if (!src)
         return -ENODEV;
     rc = clr_io_alloc((void **)&buf, len);
@@ -295,7 +295,7 @@ static int mgmt_add_device(struct clr_array *a, const char *path, struct clr_err
     uint64_t gen;
     int rc;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     rc = need_running(a, e);
     m = rc ? NULL : find_locked(a, path);
     if (m && m->state != ARR_M_REMOVED)
@@ -306,7 +306,7 @@ static int mgmt_add_device(struct clr_array *a, const char *path, struct clr_err
     for (unsigned i = 0; i < a->nmem; i++)
         if (a->mem[i]->dev_number < CLR_MD_MAX_DEV_LIMIT)
             used[a->mem[i]->dev_number] = true;
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     if (rc)
         return rc;
     if (m && m->io && (rc = detach_removed(a, m)) != 0)
@@ -331,9 +331,9 @@ static int mgmt_add_device(struct clr_array *a, const char *path, struct clr_err
         rc = clr_err_set(e, -ENOMEM, "out of memory");
         goto fail;
     }
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     sb = a->sb;
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     if (getrandom(sb.device_uuid, 16, 0) != 16) {
         rc = clr_err_set(e, -EIO, "cannot read random bytes for the device UUID");
         goto fail;
@@ -376,11 +376,11 @@ static int mgmt_add_device(struct clr_array *a, const char *path, struct clr_err
     m->role = -1;
     m->state = ARR_M_SPARE;
     m->io = io;
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     a->mem[a->nmem++] = m;
     place_spare_locked(a, m);
     gen = ++a->state_gen;
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     clr_arr_log(a, LOG_NOTICE, "%s: added as device %u", path, dn);
     rc = clr_arr_sb_update(a, gen, false);     /* cluster: inside our `metadata` */
     {
@@ -418,7 +418,7 @@ static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_e
     bool fresh = false, meta = false;
     int rc, role;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     rc = need_running(a, e);
     m = rc ? NULL : find_locked(a, path);
     if (!rc && m && m->state == ARR_M_IN_SYNC) {
@@ -427,7 +427,7 @@ static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_e
 
         a->frozen = a->thaw_err = false;
         pthread_cond_broadcast(&a->cond);
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
         if (was)
             clr_arr_log(a, LOG_NOTICE, "%s: back, array thawed", path);
         return was ? 0 : clr_err_set(e, -EALREADY, "%s is in sync already", path);
@@ -435,7 +435,7 @@ static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_e
     if (!rc && m && m->state != ARR_M_FAULTY && m->state != ARR_M_REMOVED)
         rc = clr_err_set(e, -EBUSY, "%s is %s: nothing to re-add", path, mstate_names[m->state]);
     io = m ? m->io : NULL;
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     if (rc)
         return rc;
     if (!io) {
@@ -474,7 +474,7 @@ static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_e
     role = sb.dev_roles[sb.dev_number];
     if (m && m->role >= 0)
         role = m->role;
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     if (role >= (int)a->g.raid_disks || role < 0) {
         rc = clr_err_set(e, -EINVAL, "%s: had no active role: add it as a spare", path);
     } else if (a->role_mem[role]) {
@@ -496,7 +496,7 @@ static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_e
         }
     }
     if (rc) {
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
         goto fail;
     }
     m->sb = sb;
@@ -521,7 +521,7 @@ static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_e
     if (a->cl)
         a->sync_hold++;     /* the pass must cover the gathered bits */
     pthread_cond_broadcast(&a->cond);
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     clr_io_free(buf);
     buf = NULL;
     if (a->cl) {
@@ -530,7 +530,7 @@ static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_e
         rc = arr_cl_readd(a, m->dev_number);
         if (rc) {
             /* some node may write to it now: Faulty again everywhere */
-            pthread_mutex_lock(&a->lock);
+            arr_mutex_lock(&a->lock);
             if (a->role_mem[role] == m)
                 a->role_mem[role] = NULL;
             m->state = ARR_M_FAULTY;
@@ -539,17 +539,17 @@ static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_e
             clr_arr_recompute_locked(a);
             a->sync_hold--;
             pthread_cond_broadcast(&a->cond);
-            pthread_mutex_unlock(&a->lock);
+            arr_mutex_unlock(&a->lock);
             clr_arr_bm_set_degraded(a);
             clr_arr_sb_update(a, gen, false);
             arr_cl_meta_end(a, true);
             return clr_err_set(e, rc, "%s: re-add not taken by every node (%s): rolled back, it stays faulty",
                                path, strerror(-rc));
         }
-        pthread_mutex_lock(&a->lock);
+        arr_mutex_lock(&a->lock);
         if (m->state == ARR_M_REBUILDING && m->bitmap_recovery)
             m->bits_gathered = true;    /* the pass may mark it in sync */
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
         clr_arr_log(a, LOG_NOTICE, "%s: re-added in role %d, resyncing the bitmap's dirty chunks", path, role);
         rc = clr_arr_sb_update(a, gen, false);     /* inside our `metadata` */
         {
@@ -558,10 +558,10 @@ static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_e
             if (rc == 0)
                 rc = mrc;
         }
-        pthread_mutex_lock(&a->lock);
+        arr_mutex_lock(&a->lock);
         a->sync_hold--;
         pthread_cond_broadcast(&a->cond);
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
     } else {
         clr_arr_log(a, LOG_NOTICE, "%s: re-added in role %d, resyncing the bitmap's dirty chunks", path, role);
         rc = clr_arr_sb_update(a, gen, false);
@@ -584,7 +584,7 @@ int clr_array_start_check(struct clr_array *a, bool repair, struct clr_err *e)
 {
     int rc;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     rc = need_running(a, e);
     if (!rc && (a->action != ARR_SYNC_IDLE || a->requested != ARR_SYNC_IDLE))
         rc = clr_err_set(e, -EBUSY, "'%s' is busy with %s: wait for it to finish", a->name,
@@ -593,7 +593,7 @@ int clr_array_start_check(struct clr_array *a, bool repair, struct clr_err *e)
         a->requested = repair ? ARR_SYNC_REPAIR : ARR_SYNC_CHECK;
         pthread_cond_broadcast(&a->cond);
     }
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     return rc;
 }
 
@@ -601,7 +601,7 @@ int clr_array_thaw_error(struct clr_array *a, struct clr_err *e)
 {
     int rc = 0;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     if (!a->frozen) {
         rc = clr_err_set(e, -EINVAL, "'%s' is not frozen", a->name);
     } else {
@@ -610,7 +610,7 @@ int clr_array_thaw_error(struct clr_array *a, struct clr_err *e)
                     a->blocked);
         pthread_cond_broadcast(&a->cond);
     }
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     return rc;
 }
 
@@ -619,10 +619,10 @@ struct clr_io_dev *clr_array_member_io(struct clr_array *a, const char *path)
     struct arr_member *m;
     struct clr_io_dev *io;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     m = find_locked(a, path);
     io = m ? m->io : NULL;
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     return io;
 }
 
@@ -648,12 +648,12 @@ int clr_array_wait_sync_idle(struct clr_array *a, unsigned timeout_ms)
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000;
     }
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     while (a->running && !a->frozen && busy_locked(a) && rc == 0)
-        rc = -pthread_cond_timedwait(&a->cond, &a->lock, &ts);
+        rc = -arr_cond_timedwait(&a->cond, &a->lock, &ts);
     if (rc == 0 && a->running && busy_locked(a))
         rc = -EBUSY;
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     return rc;
 }
 
@@ -662,9 +662,9 @@ int clr_array_wait_frozen(struct clr_array *a, unsigned timeout_ms, uint64_t min
     for (unsigned t = 0; t < timeout_ms; t += 5) {
         bool ok;
 
-        pthread_mutex_lock(&a->lock);
+        arr_mutex_lock(&a->lock);
         ok = a->frozen && a->blocked >= min_blocked;
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
         if (ok)
             return 0;
         struct timespec ts = { 0, 5000000 };
@@ -675,12 +675,12 @@ int clr_array_wait_frozen(struct clr_array *a, unsigned timeout_ms, uint64_t min
 
 void clr_array_set_sync_speed(struct clr_array *a, uint32_t min_kib, uint32_t max_kib)
 {
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     if (min_kib)
         a->speed_min_kib = min_kib;
     if (max_kib)
         a->speed_max_kib = max_kib;
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
 }
 
 /* Management calls run one at a time (never against a stopping array). */
@@ -690,11 +690,11 @@ static int under_mgmt(struct clr_array *a,
 {
     int rc;
 
-    pthread_mutex_lock(&a->mgmt_lock);
-    clr_arr_nowait(true);
+    arr_mutex_lock(&a->mgmt_lock);
+    clr_arr_nowait_enter(a);
     rc = op(a, path, e);
-    clr_arr_nowait(false);
-    pthread_mutex_unlock(&a->mgmt_lock);
+    clr_arr_nowait_exit(a);
+    arr_mutex_unlock(&a->mgmt_lock);
     return rc;
 }
 

@@ -24,9 +24,9 @@ static unsigned mirror_sources(const struct arr_view *v, const struct clr_raid_e
     return n;
 }
 
-static int mirror_read(struct clr_array *a, uint8_t *buf, uint64_t ls, uint64_t n, bool locked)
+static int mirror_read(struct clr_array *a, struct arr_req *rq, uint8_t *buf, uint64_t ls, uint64_t n, bool locked)
 {
-    static __thread struct clr_raid_extent x;
+    struct clr_raid_extent x;      /* 2 KiB: on the stack, per request */
     struct arr_view v;
     uint32_t src[CLR_RAID_MAX_DISKS];
 
@@ -53,7 +53,7 @@ static int mirror_read(struct clr_array *a, uint8_t *buf, uint64_t ls, uint64_t 
             rc = clr_io_pread(m->io, buf, k * ARR_SECTOR, arr_dev_off(m, l->sector));
             if (rc == 0)
                 break;
-            if (clr_arr_member_failed(a, m, rc) == -EAGAIN)
+            if (clr_arr_member_failed(a, rq, m, rc) == -EAGAIN)
                 return -EAGAIN;
             v.st[l->disk] = ARR_M_FAULTY;
         }
@@ -66,10 +66,10 @@ static int mirror_read(struct clr_array *a, uint8_t *buf, uint64_t ls, uint64_t 
     return 0;
 }
 
-static int mirror_write(struct clr_array *a, const uint8_t *buf, uint64_t ls, uint64_t n,
+static int mirror_write(struct clr_array *a, struct arr_req *rq, const uint8_t *buf, uint64_t ls, uint64_t n,
                         unsigned ioflags, bool *whole)
 {
-    static __thread struct clr_raid_extent x;
+    struct clr_raid_extent x;      /* 2 KiB: on the stack, per request */
     struct arr_view v;
     struct arr_leg *legs;
     struct clr_io_wg wg;
@@ -117,7 +117,7 @@ static int mirror_write(struct clr_array *a, const uint8_t *buf, uint64_t ls, ui
         n -= k;
     }
     clr_io_wg_wait(&wg);
-    rc = clr_arr_legs_settle(a, legs, nl, &bad);
+    rc = clr_arr_legs_settle(a, rq, legs, nl, &bad);
     if (bad)
         *whole = false;
     free(legs);
@@ -143,10 +143,10 @@ static unsigned count_mismatch(const uint8_t *x, const uint8_t *y, uint64_t sect
 /* Resync/check/repair one unit of logical sectors: the first in-sync copy
  * is the source; resync writes it to every other live copy (re-added
  * members included); check compares; repair writes where they differ. */
-static int mirror_sync_unit(struct clr_array *a, enum arr_action act, uint64_t ss, uint64_t sn,
+static int mirror_sync_unit(struct clr_array *a, struct arr_req *rq, enum arr_action act, uint64_t ss, uint64_t sn,
                             uint64_t *mismatch)
 {
-    static __thread struct clr_raid_extent x;
+    struct clr_raid_extent x;      /* 2 KiB: on the stack, per request */
     uint8_t *src = NULL, *cmp = NULL;
     struct arr_view v;
     int rc = 0;
@@ -175,7 +175,7 @@ static int mirror_sync_unit(struct clr_array *a, enum arr_action act, uint64_t s
                 s = c;
                 break;
             }
-            rc = clr_arr_member_failed(a, m, rc);
+            rc = clr_arr_member_failed(a, rq, m, rc);
             if (rc)
                 goto out;
             v.st[x.copy[c].disk] = ARR_M_FAULTY;
@@ -198,7 +198,7 @@ static int mirror_sync_unit(struct clr_array *a, enum arr_action act, uint64_t s
                     continue;
                 rc = clr_io_pread(m->io, cmp, k * ARR_SECTOR, arr_dev_off(m, x.copy[c].sector));
                 if (rc) {
-                    rc = clr_arr_member_failed(a, m, rc);
+                    rc = clr_arr_member_failed(a, rq, m, rc);
                     if (rc)
                         goto out;
                     continue;
@@ -210,7 +210,7 @@ static int mirror_sync_unit(struct clr_array *a, enum arr_action act, uint64_t s
             if (wr) {
                 int w = clr_io_pwrite(m->io, src, k * ARR_SECTOR, arr_dev_off(m, x.copy[c].sector), 0);
 
-                if (w && (rc = clr_arr_member_failed(a, m, w)) != 0)
+                if (w && (rc = clr_arr_member_failed(a, rq, m, w)) != 0)
                     goto out;
             }
         }
@@ -228,8 +228,9 @@ out:
 static int64_t mirror_recover_unit(struct clr_array *a, struct arr_member *m, uint64_t ds,
                                    uint64_t n)
 {
-    static __thread struct clr_raid_extent x;
+    struct clr_raid_extent x;      /* 2 KiB: on the stack, per request */
     struct clr_raid_phys p = { .role = CLR_RAID_ROLE_UNUSED };
+    struct arr_req rq;
     struct arr_range r;
     struct arr_view v;
     uint8_t *buf = NULL;
@@ -251,7 +252,7 @@ static int64_t mirror_recover_unit(struct clr_array *a, struct arr_member *m, ui
     rc = -EIO;
     if (clr_io_alloc((void **)&buf, k * ARR_SECTOR))
         return -ENOMEM;
-    clr_arr_defer_begin(a);
+    clr_arr_req_begin(a, &rq);
     clr_arr_rl_lock(&a->rl, &r, p.lsector, k);
     clr_arr_view(a, &v);
     for (uint32_t c = 0; c < x.ncopies; c++) {
@@ -262,21 +263,21 @@ static int64_t mirror_recover_unit(struct clr_array *a, struct arr_member *m, ui
         rc = clr_io_pread(s->io, buf, k * ARR_SECTOR, arr_dev_off(s, x.copy[c].sector));
         if (rc == 0)
             break;
-        if ((rc = clr_arr_member_failed(a, s, rc)) != 0)
+        if ((rc = clr_arr_member_failed(a, &rq, s, rc)) != 0)
             goto out;
         rc = -EIO;
     }
     if (rc == 0) {
         rc = clr_io_pwrite(m->io, buf, k * ARR_SECTOR, arr_dev_off(m, ds), 0);
         if (rc) {
-            clr_arr_member_failed(a, m, rc);
+            clr_arr_member_failed(a, &rq, m, rc);
             rc = -EIO;
         }
     }
 out:
     clr_arr_rl_unlock(&a->rl, &r);
     {
-        int drc = clr_arr_defer_end(a);
+        int drc = clr_arr_req_end(a, &rq);
 
         if (rc == 0 && drc)
             rc = drc;

@@ -20,7 +20,7 @@ void clr_arr_pool_init(struct clr_array *a)
     size_t chunk = (size_t)a->g.chunk_sectors * ARR_SECTOR;
     uint64_t n;
 
-    pthread_mutex_init(&a->sp_lock, NULL);
+    arr_mutex_init(&a->sp_lock, ARR_RANK_SP, "a->sp_lock");
     pthread_cond_init(&a->sp_cond, NULL);
     /* blocks 0..ndata+1 of the stripe, then as many scratch blocks */
     a->sp_bytes = chunk * 2 * (a->g.data_disks + 2);
@@ -34,7 +34,7 @@ void clr_arr_pool_destroy(struct clr_array *a)
     for (unsigned i = 0; i < a->sp_nfree; i++)
         clr_io_free(a->sp_free[i]);
     a->sp_nfree = a->sp_total = 0;
-    pthread_mutex_destroy(&a->sp_lock);
+    arr_mutex_destroy(&a->sp_lock);
     pthread_cond_destroy(&a->sp_cond);
 }
 
@@ -42,7 +42,7 @@ static uint8_t *pool_get(struct clr_array *a)
 {
     uint8_t *b = NULL;
 
-    pthread_mutex_lock(&a->sp_lock);
+    arr_mutex_lock(&a->sp_lock);
     for (;;) {
         if (a->sp_nfree) {
             b = a->sp_free[--a->sp_nfree];
@@ -53,18 +53,18 @@ static uint8_t *pool_get(struct clr_array *a)
                 a->sp_total++;
             break;
         }
-        pthread_cond_wait(&a->sp_cond, &a->sp_lock);
+        arr_cond_wait(&a->sp_cond, &a->sp_lock);
     }
-    pthread_mutex_unlock(&a->sp_lock);
+    arr_mutex_unlock(&a->sp_lock);
     return b;
 }
 
 static void pool_put(struct clr_array *a, uint8_t *b)
 {
-    pthread_mutex_lock(&a->sp_lock);
+    arr_mutex_lock(&a->sp_lock);
     a->sp_free[a->sp_nfree++] = b;
     pthread_cond_signal(&a->sp_cond);
-    pthread_mutex_unlock(&a->sp_lock);
+    arr_mutex_unlock(&a->sp_lock);
 }
 
 /* One stripe's worth of working state. */
@@ -107,7 +107,7 @@ static int stripe_gen(struct stripe_io *s, uint8_t *p, uint8_t *q)
 /* Reads the stripe rows from the in-sync members and rebuilds what is
  * missing (failed, rebuilding, or failing now). Data blocks always end up
  * valid; P/Q only if @need_parity. */
-static int stripe_load(struct clr_array *a, struct stripe_io *s, const struct arr_view *v0,
+static int stripe_load(struct clr_array *a, struct arr_req *rq, struct stripe_io *s, const struct arr_view *v0,
                        bool need_parity)
 {
     struct arr_view v = *v0;
@@ -140,7 +140,7 @@ static int stripe_load(struct clr_array *a, struct stripe_io *s, const struct ar
         clr_io_wg_wait(&wg);
         if (nl == 0)
             break;
-        rc = clr_arr_legs_settle(a, legs, nl, NULL);
+        rc = clr_arr_legs_settle(a, rq, legs, nl, NULL);
         for (unsigned j = 0; j < nl; j++) {
             if (legs[j].res < 0)
                 lost[idx[j]] = true;
@@ -176,7 +176,7 @@ static int stripe_load(struct clr_array *a, struct stripe_io *s, const struct ar
 }
 
 /* Writes blocks flagged in @wr to their live members. */
-static int stripe_write(struct clr_array *a, struct stripe_io *s, const struct arr_view *v,
+static int stripe_write(struct clr_array *a, struct arr_req *rq, struct stripe_io *s, const struct arr_view *v,
                         const bool *wr, uint8_t *const *src, unsigned ioflags, bool *whole)
 {
     struct arr_leg legs[CLR_RAID_MAX_DISKS + 2];
@@ -199,7 +199,7 @@ static int stripe_write(struct clr_array *a, struct stripe_io *s, const struct a
         clr_arr_leg_submit(&legs[nl++], &wg, v->m[d], true, src[i], s->len, s->dsec, ioflags);
     }
     clr_io_wg_wait(&wg);
-    rc = clr_arr_legs_settle(a, legs, nl, &bad);
+    rc = clr_arr_legs_settle(a, rq, legs, nl, &bad);
     if (bad)
         *whole = false;
     return rc;
@@ -214,7 +214,7 @@ static bool stripe_all_in_sync(const struct stripe_io *s, const struct arr_view 
 }
 
 /* Writes [ls, ls+k) that lies in one stripe; the range lock is held. */
-static int parity_write_stripe(struct clr_array *a, const uint8_t *buf, uint64_t ls, uint64_t k,
+static int parity_write_stripe(struct clr_array *a, struct arr_req *rq, const uint8_t *buf, uint64_t ls, uint64_t k,
                                unsigned ioflags, bool *whole)
 {
     uint64_t cs = a->g.chunk_sectors, ndata = a->g.data_disks;
@@ -253,14 +253,14 @@ static int parity_write_stripe(struct clr_array *a, const uint8_t *buf, uint64_t
         for (unsigned j = 0; j < nl; j++)
             if (legs[j].res < 0)
                 rmw = false;
-        rc = clr_arr_legs_settle(a, legs, nl, NULL);
+        rc = clr_arr_legs_settle(a, rq, legs, nl, NULL);
         if (rc)
             goto out;
         if (!rmw)
             clr_arr_view(a, &v);        /* fall back to reconstruct-write */
     }
     if (!full && !rmw) {
-        rc = stripe_load(a, &s, &v, false);
+        rc = stripe_load(a, rq, &s, &v, false);
         if (rc)
             goto out;
     }
@@ -298,19 +298,19 @@ static int parity_write_stripe(struct clr_array *a, const uint8_t *buf, uint64_t
         goto out;
     for (unsigned i = s.st.ndata; i < s.nb; i++)
         wr[i] = true;
-    rc = stripe_write(a, &s, &v, wr, s.blk, ioflags, whole);
+    rc = stripe_write(a, rq, &s, &v, wr, s.blk, ioflags, whole);
 out:
     pool_put(a, pool);
     return rc;
 }
 
-static int parity_write(struct clr_array *a, const uint8_t *buf, uint64_t ls, uint64_t n,
+static int parity_write(struct clr_array *a, struct arr_req *rq, const uint8_t *buf, uint64_t ls, uint64_t n,
                         unsigned ioflags, bool *whole)
 {
     *whole = true;
     while (n) {
         uint64_t k = clr_raid_stripe_piece(&a->g, ls, n);
-        int rc = parity_write_stripe(a, buf, ls, k, ioflags, whole);
+        int rc = parity_write_stripe(a, rq, buf, ls, k, ioflags, whole);
 
         if (rc)
             return rc;
@@ -333,7 +333,7 @@ static void parity_sync_range(const struct clr_array *a, uint64_t ls, uint64_t n
 
 /* Reads a piece of one data chunk whose member is missing or failed, from
  * the rest of its stripe. */
-static int parity_read_degraded(struct clr_array *a, uint8_t *buf, uint64_t ls, uint64_t k,
+static int parity_read_degraded(struct clr_array *a, struct arr_req *rq, uint8_t *buf, uint64_t ls, uint64_t k,
                                 bool locked)
 {
     uint64_t cs = a->g.chunk_sectors, ndata = a->g.data_disks;
@@ -354,7 +354,7 @@ static int parity_read_degraded(struct clr_array *a, uint8_t *buf, uint64_t ls, 
     }
     stripe_setup(a, &s, pool, stripe, r0, r0 + k);
     clr_arr_view(a, &v);
-    rc = stripe_load(a, &s, &v, false);
+    rc = stripe_load(a, rq, &s, &v, false);
     if (rc == 0)
         memcpy(buf, s.blk[c], k * ARR_SECTOR);
     pool_put(a, pool);
@@ -364,9 +364,9 @@ out:
     return rc;
 }
 
-static int parity_read(struct clr_array *a, uint8_t *buf, uint64_t ls, uint64_t n, bool locked)
+static int parity_read(struct clr_array *a, struct arr_req *rq, uint8_t *buf, uint64_t ls, uint64_t n, bool locked)
 {
-    static __thread struct clr_raid_extent x;
+    struct clr_raid_extent x;      /* 2 KiB: on the stack, per request */
     struct arr_leg *legs;
     struct arr_view v;
     struct clr_io_wg wg;
@@ -409,11 +409,11 @@ static int parity_read(struct clr_array *a, uint8_t *buf, uint64_t ls, uint64_t 
     for (unsigned i = 0; i < nl && rc == 0; i++) {
         if (legs[i].res >= 0)
             continue;
-        if (legs[i].m && clr_arr_member_failed(a, legs[i].m, legs[i].res) == -EAGAIN) {
+        if (legs[i].m && clr_arr_member_failed(a, rq, legs[i].m, legs[i].res) == -EAGAIN) {
             rc = -EAGAIN;
             break;
         }
-        rc = parity_read_degraded(a, bufv[i], lsv[i], kv[i], locked);
+        rc = parity_read_degraded(a, rq, bufv[i], lsv[i], kv[i], locked);
     }
 out:
     free(legs);
@@ -424,7 +424,7 @@ out:
 }
 
 /* Resync/check/repair whole stripes [ss, ss+sn) (sync = device sectors). */
-static int parity_sync_unit(struct clr_array *a, enum arr_action act, uint64_t ss, uint64_t sn,
+static int parity_sync_unit(struct clr_array *a, struct arr_req *rq, enum arr_action act, uint64_t ss, uint64_t sn,
                             uint64_t *mismatch)
 {
     uint64_t cs = a->g.chunk_sectors;
@@ -444,7 +444,7 @@ static int parity_sync_unit(struct clr_array *a, enum arr_action act, uint64_t s
         clr_arr_view(a, &v);
         for (unsigned i = 0; i < s.nb; i++)
             miss |= v.st[blk_disk(&s, i)] != ARR_M_IN_SYNC;
-        rc = stripe_load(a, &s, &v, act != ARR_SYNC_RESYNC || miss);
+        rc = stripe_load(a, rq, &s, &v, act != ARR_SYNC_RESYNC || miss);
         if (rc)
             goto next;
         for (unsigned i = 0; i < s.nb; i++)
@@ -478,7 +478,7 @@ static int parity_sync_unit(struct clr_array *a, enum arr_action act, uint64_t s
                 src[s.st.ndata + 1] = q;
         }
         if (rc == 0)
-            rc = stripe_write(a, &s, &v, wr, src, 0, &whole);
+            rc = stripe_write(a, rq, &s, &v, wr, src, 0, &whole);
 next:
         pool_put(a, pool);
     }
@@ -508,10 +508,10 @@ static int64_t parity_recover_unit(struct clr_array *a, struct arr_member *m, ui
     stripe_setup(a, &s, pool, st, 0, cs);
     clr_arr_view(a, &v);
     b = clr_raid_stripe_block(&s.st, (uint32_t)m->role);
-    rc = stripe_load(a, &s, &v, b >= (int)s.st.ndata);
+    rc = stripe_load(a, NULL, &s, &v, b >= (int)s.st.ndata);
     if (rc == 0 && b >= 0) {
         wr[b] = true;
-        rc = stripe_write(a, &s, &v, wr, s.blk, 0, &whole);
+        rc = stripe_write(a, NULL, &s, &v, wr, s.blk, 0, &whole);
     }
     pool_put(a, pool);
     clr_arr_rl_unlock(&a->rl, &r);

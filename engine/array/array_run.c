@@ -62,7 +62,7 @@ int clr_array_run(struct clr_array *a, struct clr_err *e)
         if (info.logical_block > a->lbs)
             a->lbs = info.logical_block;
     }
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     a->stopped = false;
     a->stopping = false;
     a->running = true;
@@ -76,7 +76,7 @@ int clr_array_run(struct clr_array *a, struct clr_err *e)
     clr_arr_recompute_locked(a);
     a->resync_pending = clr_bmc_dirty_chunks(&a->bmc) > 0;
     a->state_gen++;
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     clr_arr_bm_set_degraded(a);
     if (a->cluster) {
         /* Several nodes share the superblocks: no clean/active flip; our
@@ -87,14 +87,14 @@ int clr_array_run(struct clr_array *a, struct clr_err *e)
         if (rc)
             goto fail;
         alone = arr_cl_alone(a);
-        pthread_mutex_lock(&a->lock);
+        arr_mutex_lock(&a->lock);
         a->resync_pending |= clr_bmc_dirty_chunks(&a->bmc) > 0;
         /* the only node: a spare takes a vacant role (else its owner does) */
         for (uint32_t r = 0; r < a->g.raid_disks && alone; r++)
             if (!a->role_mem[r])
                 clr_arr_take_spare_locked(a, (int)r);
         clr_arr_recompute_locked(a);
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
         clr_arr_bm_set_degraded(a);
     } else {
         /* Mark active before any write can happen. */
@@ -112,7 +112,7 @@ int clr_array_run(struct clr_array *a, struct clr_err *e)
     if (a->flags & CLR_ARRAY_BITMAP_ALL_DIRTY) {
         /* Every chunk dirty on disk before the first write (no resync is
          * due for them: resync_pending was decided above). */
-        rc = clr_arr_bm_start_write(a, 0, a->sync_sectors);
+        rc = clr_arr_bm_start_write(a, NULL, 0, a->sync_sectors);
         if (rc) {
             clr_err_set(e, rc, "cannot write the bitmap: %s", strerror(-rc));
             goto fail;
@@ -141,9 +141,9 @@ int clr_array_stop(struct clr_array *a)
     if (!a)
         return 0;
     /* no management call may run against a half-stopped array */
-    pthread_mutex_lock(&a->mgmt_lock);
+    arr_mutex_lock(&a->mgmt_lock);
     rc = array_stop(a);
-    pthread_mutex_unlock(&a->mgmt_lock);
+    arr_mutex_unlock(&a->mgmt_lock);
     return rc;
 }
 
@@ -153,8 +153,8 @@ int clr_array_stop(struct clr_array *a)
 static void drain_and_join_locked(struct clr_array *a)
 {
     while (a->inflight)
-        pthread_cond_wait(&a->cond, &a->lock);
-    pthread_mutex_unlock(&a->lock);
+        arr_cond_wait(&a->cond, &a->lock);
+    arr_mutex_unlock(&a->lock);
     if (a->sync_thread_on)
         pthread_join(a->sync_thread, NULL);
     if (a->bm_thread_on)
@@ -166,31 +166,31 @@ static int array_crash(struct clr_array *a, bool lost, uint64_t *member)
 {
     if (member)
         *member = 0;
-    pthread_mutex_lock(&a->mgmt_lock);
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->mgmt_lock);
+    arr_mutex_lock(&a->lock);
     if (a->stopped) {
-        pthread_mutex_unlock(&a->lock);
-        pthread_mutex_unlock(&a->mgmt_lock);
+        arr_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->mgmt_lock);
         return 0;
     }
     a->crashed = true;
     a->stopping = true;
     a->sync_abort = true;
     pthread_cond_broadcast(&a->cond);
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     /* the lockspace dies first: the others see MEMBER_FAILED (or, lost,
      * MEMBER_LOST until they confirm it dead) */
     arr_cl_crash(a, lost, member);
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     drain_and_join_locked(a);
     arr_cl_crash_finish(a);
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     a->running = false;
     a->stopped = true;
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     close_members(a);
     clr_arr_log(a, LOG_WARNING, "crashed (test): nothing written");
-    pthread_mutex_unlock(&a->mgmt_lock);
+    arr_mutex_unlock(&a->mgmt_lock);
     return 0;
 }
 
@@ -209,9 +209,9 @@ static int array_stop(struct clr_array *a)
     bool dirty_left;
     int rc = 0;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     if (a->stopped) {
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
         return 0;
     }
     a->stopping = true;
@@ -221,9 +221,9 @@ static int array_stop(struct clr_array *a)
     clr_arr_flush_all(a);
     /* Everything is on every leg now: idle clean chunks may go. */
     dirty_left = clr_arr_bm_final_flush(a);
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     a->state_gen++;
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     if (a->cluster) {
         uint64_t lo, hi;
         bool driving = false;
@@ -231,18 +231,18 @@ static int array_stop(struct clr_array *a)
         /* NEEDED chunks left: another node takes our slot over; a rebuild
          * driven here is left to the others the same way (they resume
          * what a node that left unclean was rebuilding) */
-        pthread_mutex_lock(&a->lock);
+        arr_mutex_lock(&a->lock);
         for (unsigned i = 0; i < a->nmem; i++)
             driving |= a->mem[i]->state == ARR_M_REBUILDING && !a->mem[i]->remote_rebuild;
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
         arr_cl_leave(a, clr_arr_needed_extent(a, &lo, &hi) || driving);
     } else {
         rc = clr_arr_sb_update(a, 0, !dirty_left && !a->degraded);
     }
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     a->running = false;
     a->stopped = true;
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     close_members(a);
     clr_arr_log(a, LOG_INFO, "stopped%s", dirty_left ? " (dirty bitmap chunks kept)" : " clean");
     return rc;

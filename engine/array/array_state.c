@@ -2,6 +2,7 @@
  * request takes, client-write epochs and drains, the range lock, and the
  * member-state transitions made under a->lock (degraded, faulty, spares).
  * Calls nothing else of engine/array (doc/architecture.md §5). */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -46,7 +47,7 @@ int64_t clr_arr_wall_ms(void)
 
 void clr_arr_view(struct clr_array *a, struct arr_view *v)
 {
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     for (uint32_t r = 0; r < a->g.raid_disks; r++) {
         v->m[r] = a->role_mem[r];
         v->st[r] = v->m[r] ? v->m[r]->state : ARR_M_REMOVED;
@@ -59,7 +60,7 @@ void clr_arr_view(struct clr_array *a, struct arr_view *v)
             (uint32_t)m->role < a->g.raid_disks && v->m[m->role] != m)
             v->wb[m->role] = m;
     }
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
 }
 
 /* ---- client writes in flight (a remote re-add drains them) ---- */
@@ -68,19 +69,19 @@ unsigned clr_arr_wr_enter(struct clr_array *a)
 {
     unsigned e;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     e = (unsigned)(a->wr_epoch & 1);
     a->wr_inflight[e]++;
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     return e;
 }
 
 void clr_arr_wr_exit(struct clr_array *a, unsigned e)
 {
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     if (--a->wr_inflight[e] == 0)
         pthread_cond_broadcast(&a->cond);
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
 }
 
 /* New writes count in the next epoch: the ones in flight now drain
@@ -89,30 +90,30 @@ void clr_arr_wr_drain(struct clr_array *a)
 {
     unsigned e;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     while (a->wr_draining)
-        pthread_cond_wait(&a->cond, &a->lock);
+        arr_cond_wait(&a->cond, &a->lock);
     a->wr_draining = true;
     e = (unsigned)(a->wr_epoch++ & 1);
     while (a->wr_inflight[e])
-        pthread_cond_wait(&a->cond, &a->lock);
+        arr_cond_wait(&a->cond, &a->lock);
     a->wr_draining = false;
     pthread_cond_broadcast(&a->cond);
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
 }
 
 /* ---- range lock ---- */
 
 void clr_arr_rl_init(struct arr_rlock *rl)
 {
-    pthread_mutex_init(&rl->mu, NULL);
+    arr_mutex_init(&rl->mu, ARR_RANK_RL, "rl->mu");
     pthread_cond_init(&rl->cv, NULL);
     rl->held = NULL;
 }
 
 void clr_arr_rl_destroy(struct arr_rlock *rl)
 {
-    pthread_mutex_destroy(&rl->mu);
+    arr_mutex_destroy(&rl->mu);
     pthread_cond_destroy(&rl->cv);
 }
 
@@ -126,19 +127,21 @@ static bool rl_overlaps(const struct arr_rlock *rl, uint64_t s, uint64_t e)
 
 void clr_arr_rl_lock(struct arr_rlock *rl, struct arr_range *r, uint64_t start, uint64_t n)
 {
-    pthread_mutex_lock(&rl->mu);
+    /* a sleeping wait that orders like a lock (engine/array/lockrank.h) */
+    ARR_RANK_ACQUIRE(ARR_RANK_RANGE, "range lock");
+    arr_mutex_lock(&rl->mu);
     while (rl_overlaps(rl, start, start + n))
-        pthread_cond_wait(&rl->cv, &rl->mu);
+        arr_cond_wait(&rl->cv, &rl->mu);
     r->start = start;
     r->end = start + n;
     r->next = rl->held;
     rl->held = r;
-    pthread_mutex_unlock(&rl->mu);
+    arr_mutex_unlock(&rl->mu);
 }
 
 void clr_arr_rl_unlock(struct arr_rlock *rl, struct arr_range *r)
 {
-    pthread_mutex_lock(&rl->mu);
+    arr_mutex_lock(&rl->mu);
     for (struct arr_range **pp = &rl->held; *pp; pp = &(*pp)->next) {
         if (*pp == r) {
             *pp = r->next;
@@ -146,7 +149,8 @@ void clr_arr_rl_unlock(struct arr_rlock *rl, struct arr_range *r)
         }
     }
     pthread_cond_broadcast(&rl->cv);
-    pthread_mutex_unlock(&rl->mu);
+    arr_mutex_unlock(&rl->mu);
+    ARR_RANK_RELEASE(ARR_RANK_RANGE, "range lock");
 }
 
 /* ---- member states ---- */
@@ -174,12 +178,12 @@ void clr_arr_bm_set_degraded(struct clr_array *a)
 {
     bool d;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     d = a->degraded;
-    pthread_mutex_unlock(&a->lock);
-    pthread_mutex_lock(&a->bm_lock);
+    arr_mutex_unlock(&a->lock);
+    arr_mutex_lock(&a->bm_lock);
     clr_bmc_set_degraded(&a->bmc, d);
-    pthread_mutex_unlock(&a->bm_lock);
+    arr_mutex_unlock(&a->bm_lock);
 }
 
 void clr_arr_sync_kick_locked(struct clr_array *a)
@@ -256,9 +260,9 @@ bool clr_arr_is_frozen(struct clr_array *a)
 {
     bool f;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     f = a->frozen;
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     return f;
 }
 
@@ -293,4 +297,39 @@ void clr_arr_leg_done(void *arg, int res)
 
     l->res = res < 0 ? res : 0;
     clr_io_wg_done(l->wg, res < 0 ? res : 0);
+}
+
+void clr_arr_nowait_enter(struct clr_array *a)
+{
+    arr_mutex_lock(&a->lock);
+    /* a management call and a start at most: more is a bug */
+    assert(a->nnowait < ARR_NOWAIT_MAX);
+    a->nowait_thr[a->nnowait++] = pthread_self();
+    arr_mutex_unlock(&a->lock);
+}
+
+void clr_arr_nowait_exit(struct clr_array *a)
+{
+    pthread_t self = pthread_self();
+
+    arr_mutex_lock(&a->lock);
+    for (unsigned i = 0; i < a->nnowait; i++) {
+        if (pthread_equal(a->nowait_thr[i], self)) {
+            a->nowait_thr[i] = a->nowait_thr[--a->nnowait];
+            break;
+        }
+    }
+    arr_mutex_unlock(&a->lock);
+}
+
+bool clr_arr_nowait(struct clr_array *a)
+{
+    pthread_t self = pthread_self();
+    bool found = false;
+
+    arr_mutex_lock(&a->lock);
+    for (unsigned i = 0; i < a->nnowait && !found; i++)
+        found = pthread_equal(a->nowait_thr[i], self);
+    arr_mutex_unlock(&a->lock);
+    return found;
 }

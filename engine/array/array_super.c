@@ -14,40 +14,26 @@
 
 #include "array/array_internal.h"
 
-/* Superblock updates for failures seen inside a range-locked section
- * (client write, sync unit) wait until the section ends (cluster mode):
- * a remote resync's drain must never wait for our broadcast. */
-static __thread bool tl_nowait;    /* see clr_arr_nowait() */
-static __thread struct clr_array *tl_defer;
-static __thread uint64_t tl_defer_gen;
-/* write-behind legs that failed inside the section (their members) */
-#define DEFER_BEHIND_MAX 8
-static __thread struct arr_member *tl_behind[DEFER_BEHIND_MAX];
-static __thread unsigned tl_nbehind;
-static __thread bool tl_behind_any;
-
-void clr_arr_defer_begin(struct clr_array *a)
+void clr_arr_req_begin(struct clr_array *a, struct arr_req *rq)
 {
-    if (a->cl && !tl_defer) {
-        tl_defer = a;
-        tl_defer_gen = 0;
-        tl_nbehind = 0;
-        tl_behind_any = false;
-    }
+    rq->deferring = a->cl != NULL;
+    rq->defer_gen = 0;
+    rq->behind_any = false;
+    rq->nbehind = 0;
 }
 
 static int announce_failure(struct clr_array *a, uint64_t gen);
 static int behind_barrier(struct clr_array *a, struct arr_member *const *ms, unsigned n);
 
-int clr_arr_defer_end(struct clr_array *a)
+int clr_arr_req_end(struct clr_array *a, struct arr_req *rq)
 {
     uint64_t gen;
 
-    if (tl_defer != a)
+    if (!rq->deferring)
         return 0;
-    tl_defer = NULL;
-    gen = tl_defer_gen;
-    tl_defer_gen = 0;
+    rq->deferring = false;
+    gen = rq->defer_gen;
+    rq->defer_gen = 0;
     if (a->cl) {
         /* a member this node failed is left out of our writes at once:
          * no write is acked before the others stop reading it either */
@@ -56,13 +42,13 @@ int clr_arr_defer_end(struct clr_array *a)
         if (lf > gen && lf > atomic_load(&a->sb_announced_gen))
             gen = lf;
     }
-    if (tl_behind_any) {
+    if (rq->behind_any) {
         int rc = gen ? announce_failure(a, gen) : 0;
 
-        tl_behind_any = false;
+        rq->behind_any = false;
         if (rc == 0)
-            rc = behind_barrier(a, tl_behind, tl_nbehind);
-        tl_nbehind = 0;
+            rc = behind_barrier(a, rq->behind, rq->nbehind);
+        rq->nbehind = 0;
         return rc;
     }
     return gen ? announce_failure(a, gen) : 0;
@@ -80,21 +66,21 @@ static int behind_barrier(struct clr_array *a, struct arr_member *const *ms, uns
 
         if (rc == 0) {
             arr_cl_meta_end(a, false);
-            pthread_mutex_lock(&a->lock);
+            arr_mutex_lock(&a->lock);
             for (unsigned i = 0; i < n; i++)
                 ms[i]->write_behind = false;
-            pthread_mutex_unlock(&a->lock);
+            arr_mutex_unlock(&a->lock);
             return 0;
         }
         if (a->crashed)
             return 0;
-        pthread_mutex_lock(&a->lock);
+        arr_mutex_lock(&a->lock);
         if (!a->frozen && !a->stopping)
             clr_arr_log(a, LOG_CRIT, "a write-behind leg failed and the cluster metadata lock cannot be taken (%s): array frozen; 'clraid thaw %s --error' fails the blocked I/O",
                         strerror(-rc), a->name);
         a->frozen = true;
-        pthread_mutex_unlock(&a->lock);
-        if (tl_nowait)
+        arr_mutex_unlock(&a->lock);
+        if (clr_arr_nowait(a))
             return rc;
         rc = clr_arr_wait_thaw(a);
         if (rc)
@@ -102,28 +88,28 @@ static int behind_barrier(struct clr_array *a, struct arr_member *const *ms, uns
     }
 }
 
-int clr_arr_behind_failed(struct clr_array *a, struct arr_member *m)
+int clr_arr_behind_failed(struct clr_array *a, struct arr_req *rq, struct arr_member *m)
 {
     if (!a->cl)
         return 0;
-    if (tl_defer == a) {
-        tl_behind_any = true;
-        for (unsigned i = 0; i < tl_nbehind; i++)
-            if (tl_behind[i] == m)
+    if (rq && rq->deferring) {
+        rq->behind_any = true;
+        for (unsigned i = 0; i < rq->nbehind; i++)
+            if (rq->behind[i] == m)
                 return 0;
-        if (tl_nbehind < DEFER_BEHIND_MAX)
-            tl_behind[tl_nbehind++] = m;
+        /* every member fits: a member is listed once */
+        rq->behind[rq->nbehind++] = m;
         return 0;
     }
     return behind_barrier(a, &m, 1) ? -EAGAIN : 0;
 }
 
-int clr_arr_member_failed(struct clr_array *a, struct arr_member *m, int err)
+int clr_arr_member_failed(struct clr_array *a, struct arr_req *rq, struct arr_member *m, int err)
 {
     bool was, ok;
     uint64_t gen;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     was = m->state == ARR_M_FAULTY;
     ok = clr_arr_mark_faulty_locked(a, m);
     if (!ok) {
@@ -131,19 +117,19 @@ int clr_arr_member_failed(struct clr_array *a, struct arr_member *m, int err)
             clr_arr_log(a, LOG_CRIT, "%s: I/O error (%s) on the last copy: array frozen; 'clraid thaw %s --error' fails the blocked I/O",
                         m->path, strerror(-err), a->name);
         a->frozen = true;
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
         return -EAGAIN;
     }
     if (!was && m->state == ARR_M_FAULTY)
         clr_arr_log(a, LOG_ERR, "%s: I/O error (%s): member marked faulty, array runs degraded",
                     m->path, strerror(-err));
     gen = m->faulty_gen;
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     clr_arr_bm_set_degraded(a);
     /* The failure is on disk before the caller acknowledges anything. */
-    if (tl_defer == a) {
-        if (gen > tl_defer_gen)
-            tl_defer_gen = gen;
+    if (rq && rq->deferring) {
+        if (gen > rq->defer_gen)
+            rq->defer_gen = gen;
         return 0;
     }
     return announce_failure(a, gen) ? -EAGAIN : 0;
@@ -156,13 +142,6 @@ int clr_arr_member_failed(struct clr_array *a, struct arr_member *m, int err)
  * (§6: like a lost last copy, no error reaches the client; the policy
  * module fences this node, or the operator thaws it with --error, which
  * fails the request with EIO); a thaw without error retries. */
-bool clr_arr_nowait(bool on)
-{
-    bool was = tl_nowait;
-
-    tl_nowait = on;
-    return was;
-}
 
 static int announce_failure(struct clr_array *a, uint64_t gen)
 {
@@ -171,15 +150,15 @@ static int announce_failure(struct clr_array *a, uint64_t gen)
 
         if (rc == 0 || a->crashed)
             return 0;
-        pthread_mutex_lock(&a->lock);
+        arr_mutex_lock(&a->lock);
         if (!a->frozen && !a->stopping)
             clr_arr_log(a, LOG_CRIT, "a member failure could not be recorded%s (%s): array frozen; 'clraid thaw %s --error' fails the blocked I/O",
                         a->cl ? " and announced to the cluster" : "", strerror(-rc), a->name);
         a->frozen = true;
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
         /* management calls (they hold mgmt_lock, which a thaw by re-add
          * and the stop need) fail instead of waiting */
-        if (tl_nowait)
+        if (clr_arr_nowait(a))
             return rc;
         rc = clr_arr_wait_thaw(a);
         if (rc)
@@ -191,13 +170,13 @@ int clr_arr_wait_thaw(struct clr_array *a)
 {
     int rc;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     a->blocked++;
     while (a->frozen && !a->thaw_err && !a->stopping)
-        pthread_cond_wait(&a->cond, &a->lock);
+        arr_cond_wait(&a->cond, &a->lock);
     a->blocked--;
     rc = (a->frozen && a->thaw_err) || a->stopping ? -EIO : 0;
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     return rc;
 }
 
@@ -244,9 +223,9 @@ int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean)
     if (a->cl && !arr_cl_meta_held(a)) {
         /* cluster: under `metadata` (taken before meta_lock: a holder of
          * it may need meta_lock), reloaded from disk (events only grow) */
-        pthread_mutex_lock(&a->meta_lock);
+        arr_mutex_lock(&a->meta_lock);
         bool done = gen && a->sb_announced_gen >= gen;
-        pthread_mutex_unlock(&a->meta_lock);
+        arr_mutex_unlock(&a->meta_lock);
         if (done)
             return 0;
         rc = arr_cl_meta_begin(a);
@@ -256,7 +235,7 @@ int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean)
         }
         cl_meta = true;
     }
-    pthread_mutex_lock(&a->meta_lock);
+    arr_mutex_lock(&a->meta_lock);
     /* announced, not only written: a failure another thread wrote may
      * still be on its way to the other nodes (wait for that) */
     if (gen && a->sb_announced_gen >= gen)
@@ -268,7 +247,7 @@ int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean)
         uint64_t snap;
         bool again = false;
 
-        pthread_mutex_lock(&a->lock);
+        arr_mutex_lock(&a->lock);
         snap = a->state_gen;
         a->sb.events++;
         a->sb.utime = (uint64_t)time(NULL);
@@ -296,7 +275,7 @@ int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean)
             clr_md_sb_encode(&sb, a->sb_buf + (size_t)n * CLR_MD_SB_AREA_BYTES, CLR_MD_SB_AREA_BYTES);
             tgt[n++] = m;
         }
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
         clr_io_wg_init(&wg);
         for (unsigned i = 0; i < n; i++) {
             legs[i] = (struct arr_leg){ .wg = &wg, .m = tgt[i] };
@@ -308,7 +287,7 @@ int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean)
                 clr_arr_leg_done(&legs[i], s);
         }
         clr_io_wg_wait(&wg);
-        pthread_mutex_lock(&a->lock);
+        arr_mutex_lock(&a->lock);
         for (unsigned i = 0; i < n; i++) {
             if (legs[i].res < 0) {
                 if (clr_arr_mark_faulty_locked(a, tgt[i])) {
@@ -321,7 +300,7 @@ int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean)
                 }
             }
         }
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
         a->sb_done_gen = snap;
         if (!a->cl && rc == 0 && snap > a->sb_announced_gen)
             a->sb_announced_gen = snap;     /* cluster: once METADATA_UPDATED is delivered */
@@ -331,7 +310,7 @@ int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean)
     }
     wrote = true;
 out:
-    pthread_mutex_unlock(&a->meta_lock);
+    arr_mutex_unlock(&a->meta_lock);
     if (cl_meta) {
         int mrc = arr_cl_meta_end(a, wrote);
 

@@ -28,9 +28,9 @@ static bool should_stop(struct clr_array *a)
 {
     bool s;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     s = a->stopping || a->sync_abort;
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     return s;
 }
 
@@ -48,13 +48,13 @@ static void progress(struct clr_array *a, uint64_t pos, uint64_t done)
     uint64_t now = clr_arr_now_ns(), el, kib = done / 2;
     uint32_t smin, smax;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     a->sync_pos = pos;
     a->sync_done_sectors = done;
     el = now - a->sync_start_ns;
     smin = a->speed_min_kib;
     smax = a->speed_max_kib;
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     if (el == 0)
         return;
     if (kib * 1000000000ull / el > smax) {
@@ -70,7 +70,7 @@ static void progress(struct clr_array *a, uint64_t pos, uint64_t done)
 
 static void begin(struct clr_array *a, enum arr_action act, uint64_t pos, uint64_t total)
 {
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     a->action = act;
     a->sync_total = total;
     a->sync_pos = pos;
@@ -80,21 +80,22 @@ static void begin(struct clr_array *a, enum arr_action act, uint64_t pos, uint64
         a->sync_started_ms = clr_arr_wall_ms();
         a->sync_ended_ms = 0;
     }
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
 }
 
 /* Does a unit of [pos, pos+u) sync sectors under the range lock. */
 static int unit(struct clr_array *a, enum arr_action act, uint64_t pos, uint64_t u, uint64_t *mm)
 {
+    struct arr_req rq;
     struct arr_range r;
     int rc;
 
-    clr_arr_defer_begin(a);
+    clr_arr_req_begin(a, &rq);
     clr_arr_rl_lock(&a->rl, &r, pos, u);
-    rc = a->ops->sync_unit(a, act, pos, u, mm);
+    rc = a->ops->sync_unit(a, &rq, act, pos, u, mm);
     clr_arr_rl_unlock(&a->rl, &r);
     {
-        int drc = clr_arr_defer_end(a);
+        int drc = clr_arr_req_end(a, &rq);
 
         if (rc == 0 && drc)
             rc = drc;
@@ -161,7 +162,7 @@ static int run_resync(struct clr_array *a)
 
     bool cl_on = false;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     a->resync_pending = false;
     for (uint32_t r = 0; r < a->g.raid_disks; r++) {
         struct arr_member *m = a->role_mem[r];
@@ -170,7 +171,7 @@ static int run_resync(struct clr_array *a)
             (!a->cl || m->bits_gathered))
             tgt[nt++] = m;
     }
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     /* cluster: a re-add target is in sync only after a pass that held
      * `resync` (so no other node's pass or rebuild of it is running) over
      * every slot's gathered bits, even when nothing is NEEDED */
@@ -178,9 +179,9 @@ static int run_resync(struct clr_array *a)
         /* one resyncer cluster-wide; then see what is still NEEDED */
         rc = cl_begin(a, xlo, xhi);
         if (rc) {
-            pthread_mutex_lock(&a->lock);
+            arr_mutex_lock(&a->lock);
             a->resync_pending = true;
-            pthread_mutex_unlock(&a->lock);
+            arr_mutex_unlock(&a->lock);
             return rc == -ECANCELED || rc == -ESHUTDOWN ? 0 : rc;
         }
         cl_on = true;
@@ -188,10 +189,10 @@ static int run_resync(struct clr_array *a)
     } else if (a->cl && nt == 0) {
         return 0;
     }
-    pthread_mutex_lock(&a->bm_lock);
+    arr_mutex_lock(&a->bm_lock);
     for (uint64_t k = 0; k < nchunks; k++)
         total += clr_bmc_is_needed(&a->bmc, k);
-    pthread_mutex_unlock(&a->bm_lock);
+    arr_mutex_unlock(&a->bm_lock);
     begin(a, ARR_SYNC_RESYNC, 0, total * bc);
     clr_arr_log(a, LOG_INFO, "resync of %" PRIu64 " dirty bitmap chunks%s", total,
                 nt ? " (re-add)" : "");
@@ -204,9 +205,9 @@ static int run_resync(struct clr_array *a)
             aborted = true;
             break;
         }
-        pthread_mutex_lock(&a->bm_lock);
+        arr_mutex_lock(&a->bm_lock);
         needed = clr_bmc_is_needed(&a->bmc, k);
-        pthread_mutex_unlock(&a->bm_lock);
+        arr_mutex_unlock(&a->bm_lock);
         if (!needed)
             continue;
         align_range(a, &s, &e);
@@ -218,26 +219,26 @@ static int run_resync(struct clr_array *a)
         }
         if (rc)
             break;
-        pthread_mutex_lock(&a->lock);
+        arr_mutex_lock(&a->lock);
         degraded = sync_degraded_locked(a);     /* a member may have failed meanwhile */
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
         if (!degraded) {
-            pthread_mutex_lock(&a->bm_lock);
+            arr_mutex_lock(&a->bm_lock);
             clr_bmc_sync_done(&a->bmc, s0, e0 - s0);
-            pthread_mutex_unlock(&a->bm_lock);
+            arr_mutex_unlock(&a->bm_lock);
         }
-        pthread_mutex_lock(&a->lock);
+        arr_mutex_lock(&a->lock);
         a->last_resync_bytes += (e0 - s0) * ARR_SECTOR;
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
         done++;
     }
     if (rc || aborted) {
-        pthread_mutex_lock(&a->lock);
+        arr_mutex_lock(&a->lock);
         a->resync_pending = true;
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
     }
     if (rc == 0 && !aborted && nt && (cl_on || !a->cl)) {
-        pthread_mutex_lock(&a->lock);
+        arr_mutex_lock(&a->lock);
         for (unsigned i = 0; i < nt; i++) {
             if (tgt[i]->state != ARR_M_REBUILDING || tgt[i]->remote_rebuild ||
                 (a->cl && !tgt[i]->bits_gathered))
@@ -250,21 +251,21 @@ static int run_resync(struct clr_array *a)
         }
         clr_arr_recompute_locked(a);
         a->state_gen++;
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
         clr_arr_bm_set_degraded(a);
         clr_arr_sb_update(a, 0, false);
         /* writes during the pass left NEEDED bits (the member was not yet
          * in sync): one more pass, now whole, lets them clear */
         uint64_t left = 0;
 
-        pthread_mutex_lock(&a->bm_lock);
+        arr_mutex_lock(&a->bm_lock);
         for (uint64_t k = 0; k < nchunks; k++)
             left += clr_bmc_is_needed(&a->bmc, k);
-        pthread_mutex_unlock(&a->bm_lock);
-        pthread_mutex_lock(&a->lock);
+        arr_mutex_unlock(&a->bm_lock);
+        arr_mutex_lock(&a->lock);
         if (left && !a->degraded)
             a->resync_pending = true;
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
     }
     if (cl_on)
         arr_cl_resync_end(a);
@@ -279,14 +280,14 @@ static int run_recover(struct clr_array *a, struct arr_member *m)
     bool aborted = false;
     int rc = 0;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     if (a->cl && m->bitmap_recovery) {
         /* a re-add whose bits were not gathered here: a full recovery */
         m->bitmap_recovery = false;
         m->bits_gathered = false;
         m->recovery_offset = 0;
     }
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     rc = cl_begin(a, 0, a->sync_sectors);
     if (rc)
         return rc == -ECANCELED || rc == -ESHUTDOWN ? 0 : rc;
@@ -295,12 +296,12 @@ static int run_recover(struct clr_array *a, struct arr_member *m)
          * finished it while we waited for `resync`, or got further */
         uint64_t off;
 
-        pthread_mutex_lock(&a->lock);
+        arr_mutex_lock(&a->lock);
         off = m->recovery_offset;
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
         if (arr_cl_rebuild_check(a, m, &off) > 0) {
             arr_cl_resync_end(a);
-            pthread_mutex_lock(&a->lock);
+            arr_mutex_lock(&a->lock);
             if (m->state == ARR_M_REBUILDING) {
                 m->state = ARR_M_IN_SYNC;
                 m->recovery_offset = 0;
@@ -308,15 +309,15 @@ static int run_recover(struct clr_array *a, struct arr_member *m)
                 clr_arr_log(a, LOG_NOTICE, "%s: in sync (recovered by another node)", m->path);
             }
             a->state_gen++;
-            pthread_mutex_unlock(&a->lock);
+            arr_mutex_unlock(&a->lock);
             clr_arr_bm_set_degraded(a);
             return 0;
         }
-        pthread_mutex_lock(&a->lock);
+        arr_mutex_lock(&a->lock);
         if (off > m->recovery_offset)
             m->recovery_offset = off;
         uint64_t gen = ++a->state_gen;
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
         /* every node writes to the member before any of it is copied:
          * the superblock update tells them (METADATA_UPDATED); written
          * only now, so a survivor resuming an orphan that another one
@@ -327,19 +328,19 @@ static int run_recover(struct clr_array *a, struct arr_member *m)
             return rc;
         }
     }
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     start = ds = m->recovery_offset;
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     begin(a, ARR_SYNC_RECOVER, start, end);
     clr_arr_log(a, LOG_INFO, "%s: recovery of role %d from sector %" PRIu64, m->path, m->role, ds);
     while (ds < end) {
         int64_t k;
         bool gone;
 
-        pthread_mutex_lock(&a->lock);
+        arr_mutex_lock(&a->lock);
         gone = m->state != ARR_M_REBUILDING;
         aborted = a->stopping || a->sync_abort;
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
         if (gone) {
             rc = -EIO;
             break;
@@ -356,16 +357,16 @@ static int run_recover(struct clr_array *a, struct arr_member *m)
         if (clr_arr_now_ns() - last_ckpt > CKPT_NS) {
             uint64_t gen;
 
-            pthread_mutex_lock(&a->lock);
+            arr_mutex_lock(&a->lock);
             m->recovery_offset = ds;
             gen = ++a->state_gen;
-            pthread_mutex_unlock(&a->lock);
+            arr_mutex_unlock(&a->lock);
             clr_arr_sb_update(a, gen, false);
             last_ckpt = clr_arr_now_ns();
         }
     }
     arr_cl_resync_end(a);
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     a->last_resync_bytes = (ds - start) * ARR_SECTOR;
     if (rc == 0 && !aborted && m->state == ARR_M_REBUILDING) {
         m->state = ARR_M_IN_SYNC;
@@ -376,14 +377,14 @@ static int run_recover(struct clr_array *a, struct arr_member *m)
         m->recovery_offset = ds;        /* checkpoint kept for the next start */
     }
     a->state_gen++;
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     clr_arr_bm_set_degraded(a);
     clr_arr_sb_update(a, 0, false);
     /* Chunks written while degraded still need a pass over the in-sync legs. */
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     if (rc == 0 && !aborted && !a->degraded)
         a->resync_pending = true;
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     return rc;
 }
 
@@ -412,9 +413,9 @@ static int run_check(struct clr_array *a, enum arr_action act)
         progress(a, pos, pos);
     }
     arr_cl_resync_end(a);
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     a->last_check_mismatches = mm;
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     clr_arr_log(a, LOG_INFO, "%s %s: %" PRIu64 " mismatched sectors", clr_arr_action_name(act),
                 pos >= lim ? "done" : "interrupted", mm);
     return rc;
@@ -453,21 +454,21 @@ void *clr_arr_sync_main(void *arg)
 {
     struct clr_array *a = arg;
 
-    pthread_mutex_lock(&a->lock);
+    arr_mutex_lock(&a->lock);
     for (;;) {
         struct arr_member *tgt = NULL;
         enum arr_action act = ARR_SYNC_IDLE;
         int rc = 0;
 
         while (!a->stopping && (a->frozen || (act = due_locked(a, &tgt)) == ARR_SYNC_IDLE))
-            pthread_cond_wait(&a->cond, &a->lock);
+            arr_cond_wait(&a->cond, &a->lock);
         if (a->stopping)
             break;
         a->sync_abort = false;
         a->action = act;        /* busy from now on, for waiters */
         if (act == ARR_SYNC_RESYNC || act == ARR_SYNC_RECOVER)
             a->last_resync_bytes = 0;
-        pthread_mutex_unlock(&a->lock);
+        arr_mutex_unlock(&a->lock);
         switch (act) {
         case ARR_SYNC_RESYNC:
             rc = run_resync(a);
@@ -479,7 +480,7 @@ void *clr_arr_sync_main(void *arg)
             rc = run_check(a, act);
             break;
         }
-        pthread_mutex_lock(&a->lock);
+        arr_mutex_lock(&a->lock);
         if ((act == ARR_SYNC_RESYNC || act == ARR_SYNC_RECOVER) && a->sync_started_ms &&
             !a->sync_ended_ms)
             a->sync_ended_ms = clr_arr_wall_ms();
@@ -493,9 +494,9 @@ void *clr_arr_sync_main(void *arg)
             clr_arr_log(a, LOG_ERR, "%s stopped: %s", clr_arr_action_name(act), strerror(-rc));
             clock_gettime(CLOCK_REALTIME, &ts);
             ts.tv_sec += 1;
-            pthread_cond_timedwait(&a->cond, &a->lock, &ts);
+            arr_cond_timedwait(&a->cond, &a->lock, &ts);
         }
     }
-    pthread_mutex_unlock(&a->lock);
+    arr_mutex_unlock(&a->lock);
     return NULL;
 }
