@@ -129,6 +129,67 @@ static int admit(struct clr_array *a, struct arr_range *r, uint64_t ss, uint64_t
     return 0;
 }
 
+/* Frozen: wait for the thaw without holding the range, or another node's
+ * RESYNCING over it would hang in our drain (and with it every broadcast
+ * in the cluster); then take the range again.  @return 0 with the range
+ * held, else an error with it released. */
+static int thaw_and_readmit(struct clr_array *a, struct arr_range *r, uint64_t ss, uint64_t sn)
+{
+    int rc;
+
+    clr_arr_rl_unlock(&a->rl, r);
+    rc = clr_arr_wait_thaw(a);
+    if (rc == 0 && admit(a, r, ss, sn))
+        rc = -ESHUTDOWN;
+    return rc;
+}
+
+/* A write not aligned to whole logical blocks: the first and last blocks
+ * are read under the range lock and @buf copied over them into *out. */
+static int merge_edges(struct clr_array *a, struct arr_req *rq, const void *buf, uint64_t count,
+                       uint64_t offset, uint64_t s, uint64_t e, uint8_t **out)
+{
+    uint64_t ls = s / ARR_SECTOR, bs = a->lbs / ARR_SECTOR;
+    uint8_t *b;
+    int rc = clr_io_alloc((void **)&b, e - s);
+
+    if (rc)
+        return rc;
+    *out = b;
+    if (s != offset)
+        rc = checked_read(a, rq, b, ls, bs, true);
+    if (rc == 0 && e != offset + count && (e - a->lbs != s || s == offset))
+        rc = checked_read(a, rq, b + (e - s - a->lbs), (e - a->lbs) / ARR_SECTOR, bs, true);
+    if (rc == 0)
+        memcpy(b + (offset - s), buf, count);
+    return rc;
+}
+
+/* The bit of every chunk the write touches is on disk before a leg goes
+ * out.  If no in-sync member took it, the data must not go out either:
+ * the array is frozen and the write waits for a thaw, as for a write to
+ * the last device.  @return 0 with the range held, else not held. */
+static int bitmap_before_data(struct clr_array *a, struct arr_req *rq, struct arr_range *r, uint64_t ss,
+                              uint64_t sn)
+{
+    int rc;
+
+    while ((rc = clr_arr_bm_start_write(a, rq, ss, sn)) == -EAGAIN) {
+        arr_mutex_lock(&a->lock);
+        if (!a->frozen && !a->stopping)
+            clr_arr_log(a, LOG_CRIT, "no in-sync member took the write-intent bitmap: array frozen; 'clraid thaw %s --error' fails the blocked I/O",
+                        a->name);
+        a->frozen = true;
+        arr_mutex_unlock(&a->lock);
+        rc = thaw_and_readmit(a, r, ss, sn);
+        if (rc)
+            return rc;
+    }
+    if (rc)
+        clr_arr_rl_unlock(&a->rl, r);
+    return rc;
+}
+
 /* The write under the range lock and the bitmap, retried across a freeze. */
 static int locked_write(struct clr_array *a, const void *buf, uint64_t count, uint64_t offset,
                         unsigned ioflags)
@@ -140,8 +201,8 @@ static int locked_write(struct clr_array *a, const void *buf, uint64_t count, ui
     uint8_t *b = NULL;
     struct arr_req req, *rq = &req;
     struct arr_range r;
-    bool whole = false;
-    int rc;
+    bool whole = false, held = true;
+    int rc = 0, drc;
 
     a->ops->sync_range(a, ls, n, &ss, &sn);
     clr_arr_req_begin(a, rq);
@@ -150,71 +211,37 @@ static int locked_write(struct clr_array *a, const void *buf, uint64_t count, ui
         return -ESHUTDOWN;
     }
     if (buf && (s != offset || e != offset + count || !aligned_ptr(buf))) {
-        rc = clr_io_alloc((void **)&b, e - s);
-        if (rc)
-            goto out;
-        /* partial first/last blocks: read-modify-write under the lock */
-        if (s != offset)
-            rc = checked_read(a, rq, b, ls, a->lbs / ARR_SECTOR, true);
-        if (rc == 0 && e != offset + count && (e - a->lbs != s || s == offset))
-            rc = checked_read(a, rq, b + (e - s - a->lbs), (e - a->lbs) / ARR_SECTOR,
-                              a->lbs / ARR_SECTOR, true);
-        if (rc)
-            goto out;
-        memcpy(b + (offset - s), buf, count);
+        rc = merge_edges(a, rq, buf, count, offset, s, e, &b);
         src = b;
     }
-    while ((rc = clr_arr_bm_start_write(a, rq, ss, sn)) == -EAGAIN) {
-        /* the bit reached no member: frozen, wait as a data write would */
-        struct timespec pause = { 0, 10000000 };
-
-        clr_arr_rl_unlock(&a->rl, &r);
-        rc = clr_arr_wait_thaw(a);
-        if (rc == 0)
-            nanosleep(&pause, NULL);    /* never a hot loop on a dead bitmap */
-        if (rc == 0 && admit(a, &r, ss, sn))
-            rc = -ESHUTDOWN;
-        if (rc) {
-            clr_arr_req_end(a, rq);
-            clr_io_free(b);
-            return rc;
-        }
+    if (rc == 0) {
+        rc = bitmap_before_data(a, rq, &r, ss, sn);
+        held = rc == 0;
     }
-    if (rc)
-        goto out;
-    for (;;) {
+    while (rc == 0) {
         /* counted while issuing legs: a remote re-add drains us */
         unsigned ep = clr_arr_wr_enter(a);
 
         rc = a->ops->write(a, rq, src, ls, n, ioflags, &whole);
         clr_arr_wr_exit(a, ep);
-        if (rc != -EAGAIN)
+        if (rc != -EAGAIN) {
+            clr_arr_bm_end_write(a, ss, sn, rc == 0 && whole);
             break;
-        /* Frozen: wait for the thaw without holding the range, or another
-         * node's RESYNCING over it would hang in our drain (and with it
-         * every broadcast in the cluster).  Our bitmap count stays. */
-        clr_arr_rl_unlock(&a->rl, &r);
-        rc = clr_arr_wait_thaw(a);
-        if (rc == 0 && admit(a, &r, ss, sn))
-            rc = -ESHUTDOWN;
+        }
+        /* frozen: our bitmap count stays while we wait */
+        rc = thaw_and_readmit(a, &r, ss, sn);
         if (rc) {
+            held = false;
             clr_arr_bm_end_write(a, ss, sn, false);
-            clr_arr_req_end(a, rq);
-            clr_io_free(b);
-            return rc;
         }
     }
-    clr_arr_bm_end_write(a, ss, sn, rc == 0 && whole);
-out:
-    clr_arr_rl_unlock(&a->rl, &r);
+    if (held)
+        clr_arr_rl_unlock(&a->rl, &r);
     /* a leg that failed is faulty on disk (and the cluster told) first;
      * if that cannot be done the array froze and the write is not acked */
-    {
-        int drc = clr_arr_req_end(a, rq);
-
-        if (rc == 0 && drc)
-            rc = drc < 0 ? drc : -EIO;
-    }
+    drc = clr_arr_req_end(a, rq);
+    if (rc == 0 && drc)
+        rc = drc < 0 ? drc : -EIO;
     clr_io_free(b);
     return rc;
 }

@@ -283,16 +283,43 @@ static void place_spare_locked(struct clr_array *a, struct arr_member *m)
     }
 }
 
-static int mgmt_add_device(struct clr_array *a, const char *path, struct clr_err *e)
+/* Opens a device being added or re-added, as the members were opened. */
+static int open_member(struct clr_array *a, const char *path, struct clr_io_dev **io, struct clr_err *e)
 {
-    struct clr_io_dev_info info;
-    struct clr_io_dev *io = NULL;
-    struct arr_member *m = NULL;
-    struct clr_md_sb sb;
-    uint8_t *buf = NULL;
+    unsigned fl = ((a->flags & CLR_ARRAY_BUFFERED) ? CLR_IO_OPEN_BUFFERED : 0) |
+                  (a->cluster ? 0 : CLR_IO_OPEN_EXCL);
+    int rc = clr_io_open(a->ctx, path, fl, io);
+
+    return rc ? clr_err_set(e, rc, "%s: cannot open: %s", path, strerror(-rc)) : 0;
+}
+
+/* Takes a new member into a->mem (a->lock held); -E2BIG when the array
+ * already has as many devices as it can hold. */
+static int append_member_locked(struct clr_array *a, struct arr_member *m, const char *path,
+                                struct clr_err *e)
+{
+    if (a->nmem >= ARR_MAX_MEMBERS)
+        return clr_err_set(e, -E2BIG, "%s: '%s' has too many devices (%u): remove a faulty one first", path,
+                           a->name, (unsigned)ARR_MAX_MEMBERS);
+    a->mem[a->nmem++] = m;
+    return 0;
+}
+
+/* Ends a superblock update made inside our `metadata` (cluster): the
+ * update's result, else the announcement's. */
+static int sb_update_announced(struct clr_array *a, uint64_t gen)
+{
+    int rc = clr_arr_sb_update(a, gen, false);
+    int mrc = arr_cl_meta_end(a, true);
+
+    return rc ? rc : mrc;
+}
+
+/* add: a free device number, and the refusals before anything is opened */
+static int add_preflight(struct clr_array *a, const char *path, uint32_t *dn, struct clr_err *e)
+{
     bool used[CLR_MD_MAX_DEV_LIMIT] = { false };
-    uint32_t dn;
-    uint64_t gen;
+    struct arr_member *m;
     int rc;
 
     arr_mutex_lock(&a->lock);
@@ -311,94 +338,117 @@ static int mgmt_add_device(struct clr_array *a, const char *path, struct clr_err
         return rc;
     if (m && m->io && (rc = detach_removed(a, m)) != 0)
         return clr_err_set(e, rc, "%s: the array is frozen; thaw it before replacing a member", path);
-    m = NULL;
-    for (dn = 0; dn < a->sb.max_dev && used[dn]; dn++)
+    for (*dn = 0; *dn < a->sb.max_dev && used[*dn]; (*dn)++)
         ;
-    if (dn >= a->sb.max_dev)
+    if (*dn >= a->sb.max_dev)
         return clr_err_set(e, -ENOSPC, "'%s' has no free device slot (max_dev %u)", a->name, a->sb.max_dev);
-    rc = clr_io_open(a->ctx, path, ((a->flags & CLR_ARRAY_BUFFERED) ? CLR_IO_OPEN_BUFFERED : 0) |
-                     (a->cluster ? 0 : CLR_IO_OPEN_EXCL), &io);
-    if (rc)
-        return clr_err_set(e, rc, "%s: cannot open: %s", path, strerror(-rc));
+    return 0;
+}
+
+/* add: the new device's superblock (a spare of this array), written after
+ * the bitmap area: a member is only a member once its bitmap is there */
+static int add_write_sb(struct clr_array *a, const char *path, struct clr_io_dev *io, uint32_t dn,
+                        uint8_t *buf, struct clr_md_sb *sb, struct clr_err *e)
+{
+    struct clr_io_dev_info info;
+    int rc;
+
     clr_io_dev_info(io, &info);
-    if (info.size / ARR_SECTOR < a->sb.data_offset + a->sb.size) {
-        rc = clr_err_set(e, -ENOSPC, "%s: too small (%" PRIu64 " sectors, need %" PRIu64 ")", path,
-                         info.size / ARR_SECTOR, a->sb.data_offset + a->sb.size);
-        goto fail;
-    }
+    if (info.size / ARR_SECTOR < a->sb.data_offset + a->sb.size)
+        return clr_err_set(e, -ENOSPC, "%s: too small (%" PRIu64 " sectors, need %" PRIu64 ")", path,
+                           info.size / ARR_SECTOR, a->sb.data_offset + a->sb.size);
+    arr_mutex_lock(&a->lock);
+    *sb = a->sb;
+    arr_mutex_unlock(&a->lock);
+    if (getrandom(sb->device_uuid, 16, 0) != 16)
+        return clr_err_set(e, -EIO, "cannot read random bytes for the device UUID");
+    sb->dev_number = dn;
+    sb->data_size = info.size / ARR_SECTOR - sb->data_offset;
+    sb->recovery_offset = 0;
+    sb->feature_map &= ~(CLR_MD_FEAT_RECOVERY_OFFSET | CLR_MD_FEAT_RECOVERY_BITMAP);
+    sb->dev_roles[dn] = CLR_MD_ROLE_SPARE;
+    rc = copy_bitmap_area(a, io);
+    if (rc == 0)
+        rc = clr_md_sb_encode(sb, buf, CLR_MD_SB_AREA_BYTES);
+    if (rc == 0)
+        rc = clr_io_pwrite(io, buf, CLR_MD_SB_AREA_BYTES, CLR_MD_V12_SB_SECTOR * ARR_SECTOR, CLR_IO_FUA);
+    return rc ? clr_err_set(e, rc, "%s: cannot write the superblock: %s", path, strerror(-rc)) : 0;
+}
+
+/* add, cluster (doc/architecture.md §4.9): under `metadata`, every node
+ * must find the device by its UUID before it becomes a member anywhere.
+ * On failure `metadata` is still held when it was taken (*meta). */
+static int add_announce(struct clr_array *a, const char *path, const struct clr_md_sb *sb, bool *meta,
+                        struct clr_err *e)
+{
+    int rc = arr_cl_meta_begin(a);
+
+    if (rc)
+        return clr_err_set(e, rc, "cannot take the cluster metadata lock: %s", strerror(-rc));
+    *meta = true;
+    rc = arr_cl_newdisk(a, sb->device_uuid, sb->dev_number);
+    if (rc)
+        clr_err_set(e, rc, rc == -ENOENT ? "%s: node(s) could not see the new device: add it on every node's configured path first"
+                                          : "%s: the other nodes did not take the new device: %s",
+                    path, strerror(-rc));
+    return rc;
+}
+
+static int mgmt_add_device(struct clr_array *a, const char *path, struct clr_err *e)
+{
+    struct clr_io_dev *io = NULL;
+    struct arr_member *m = NULL;
+    struct clr_md_sb sb;
+    uint8_t *buf = NULL;
+    bool meta = false, written = false;
+    uint32_t dn = 0;
+    uint64_t gen = 0;
+    int rc;
+
+    if ((rc = add_preflight(a, path, &dn, e)) != 0 || (rc = open_member(a, path, &io, e)) != 0)
+        return rc;
     m = calloc(1, sizeof *m);
     if (!m || !(m->path = strdup(path)) || clr_io_alloc((void **)&buf, CLR_MD_SB_AREA_BYTES)) {
         rc = clr_err_set(e, -ENOMEM, "out of memory");
         goto fail;
     }
-    arr_mutex_lock(&a->lock);
-    sb = a->sb;
-    arr_mutex_unlock(&a->lock);
-    if (getrandom(sb.device_uuid, 16, 0) != 16) {
-        rc = clr_err_set(e, -EIO, "cannot read random bytes for the device UUID");
+    rc = add_write_sb(a, path, io, dn, buf, &sb, e);
+    written = rc == 0;
+    if (rc == 0 && a->cl)
+        rc = add_announce(a, path, &sb, &meta, e);
+    if (rc)
         goto fail;
-    }
-    sb.dev_number = dn;
-    sb.data_size = info.size / ARR_SECTOR - sb.data_offset;
-    sb.recovery_offset = 0;
-    sb.feature_map &= ~(CLR_MD_FEAT_RECOVERY_OFFSET | CLR_MD_FEAT_RECOVERY_BITMAP);
-    sb.dev_roles[dn] = CLR_MD_ROLE_SPARE;
-    /* bitmap first: a member is only a member once its bitmap is there */
-    rc = copy_bitmap_area(a, io);
-    if (rc == 0)
-        rc = clr_md_sb_encode(&sb, buf, CLR_MD_SB_AREA_BYTES);
-    if (rc == 0)
-        rc = clr_io_pwrite(io, buf, CLR_MD_SB_AREA_BYTES, CLR_MD_V12_SB_SECTOR * ARR_SECTOR, CLR_IO_FUA);
-    if (rc) {
-        clr_err_set(e, rc, "%s: cannot write the superblock: %s", path, strerror(-rc));
-        goto fail;
-    }
-    if (a->cl) {
-        /* cluster (md §3.9): under `metadata`, every node must find the
-         * device by its UUID before it becomes a member anywhere */
-        rc = arr_cl_meta_begin(a);
-        if (rc) {
-            clr_err_set(e, rc, "cannot take the cluster metadata lock: %s", strerror(-rc));
-            goto rollback;
-        }
-        rc = arr_cl_newdisk(a, sb.device_uuid, dn);
-        if (rc) {
-            clr_err_set(e, rc, rc == -ENOENT ? "%s: node(s) could not see the new device: add it on every node's configured path first"
-                                              : "%s: the other nodes did not take the new device: %s",
-                        path, strerror(-rc));
-            goto rollback;
-        }
-    }
-    clr_io_free(buf);
-    buf = NULL;
     m->sb = sb;
     m->dev_number = dn;
     m->role = -1;
     m->state = ARR_M_SPARE;
     m->io = io;
     arr_mutex_lock(&a->lock);
-    a->mem[a->nmem++] = m;
-    place_spare_locked(a, m);
-    gen = ++a->state_gen;
-    arr_mutex_unlock(&a->lock);
-    clr_arr_log(a, LOG_NOTICE, "%s: added as device %u", path, dn);
-    rc = clr_arr_sb_update(a, gen, false);     /* cluster: inside our `metadata` */
-    {
-        int mrc = arr_cl_meta_end(a, true);
-
-        if (rc == 0)
-            rc = mrc;
+    rc = append_member_locked(a, m, path, e);
+    if (rc == 0) {
+        place_spare_locked(a, m);
+        gen = ++a->state_gen;
     }
+    arr_mutex_unlock(&a->lock);
+    if (rc) {
+        m->io = NULL;
+        goto fail;
+    }
+    clr_io_free(buf);
+    clr_arr_log(a, LOG_NOTICE, "%s: added as device %u", path, dn);
+    rc = sb_update_announced(a, gen);   /* cluster: inside our `metadata` */
     if (rc)
         clr_err_set(e, rc, "%s: added, but the superblock update was not written or announced to every node: %s",
                     path, strerror(-rc));
     return rc;
-rollback:
-    /* nothing of it may stay: erase the superblock we wrote */
-    memset(buf, 0, CLR_MD_SB_AREA_BYTES);
-    clr_io_pwrite(io, buf, CLR_MD_SB_AREA_BYTES, CLR_MD_V12_SB_SECTOR * ARR_SECTOR, CLR_IO_FUA);
-    arr_cl_meta_end(a, true);   /* candidates dropped everywhere */
 fail:
+    if (written) {
+        /* nothing of it may stay: erase the superblock we wrote */
+        memset(buf, 0, CLR_MD_SB_AREA_BYTES);
+        clr_io_pwrite(io, buf, CLR_MD_SB_AREA_BYTES, CLR_MD_V12_SB_SECTOR * ARR_SECTOR, CLR_IO_FUA);
+        if (meta)
+            arr_cl_meta_end(a, true);   /* candidates dropped everywhere */
+    }
     clr_io_free(buf);
     if (m)
         free(m->path);
@@ -407,21 +457,17 @@ fail:
     return rc;
 }
 
-static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_err *e)
+/* re-add: the refusals, or the last copy coming back (the array thaws:
+ * 1).  *m: the member as known here (NULL: not known), *io its handle. */
+static int readd_preflight(struct clr_array *a, const char *path, struct arr_member **m,
+                           struct clr_io_dev **io, struct clr_err *e)
 {
-    struct arr_member *m;
-    struct clr_md_sb sb;
-    struct clr_err de;
-    struct clr_io_dev *io = NULL;
-    uint8_t *buf = NULL;
-    uint64_t gen;
-    bool fresh = false, meta = false;
-    int rc, role;
+    int rc;
 
     arr_mutex_lock(&a->lock);
     rc = need_running(a, e);
-    m = rc ? NULL : find_locked(a, path);
-    if (!rc && m && m->state == ARR_M_IN_SYNC) {
+    *m = rc ? NULL : find_locked(a, path);
+    if (!rc && *m && (*m)->state == ARR_M_IN_SYNC) {
         /* The last copy came back: blocked I/O is retried. */
         bool was = a->frozen;
 
@@ -430,85 +476,78 @@ static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_e
         arr_mutex_unlock(&a->lock);
         if (was)
             clr_arr_log(a, LOG_NOTICE, "%s: back, array thawed", path);
-        return was ? 0 : clr_err_set(e, -EALREADY, "%s is in sync already", path);
+        return was ? 1 : clr_err_set(e, -EALREADY, "%s is in sync already", path);
     }
-    if (!rc && m && m->state != ARR_M_FAULTY && m->state != ARR_M_REMOVED)
-        rc = clr_err_set(e, -EBUSY, "%s is %s: nothing to re-add", path, mstate_names[m->state]);
-    io = m ? m->io : NULL;
+    if (!rc && *m && (*m)->state != ARR_M_FAULTY && (*m)->state != ARR_M_REMOVED)
+        rc = clr_err_set(e, -EBUSY, "%s is %s: nothing to re-add", path, mstate_names[(*m)->state]);
+    *io = *m ? (*m)->io : NULL;
     arr_mutex_unlock(&a->lock);
-    if (rc)
-        return rc;
-    if (!io) {
-        rc = clr_io_open(a->ctx, path, ((a->flags & CLR_ARRAY_BUFFERED) ? CLR_IO_OPEN_BUFFERED : 0) |
-                         (a->cluster ? 0 : CLR_IO_OPEN_EXCL), &io);
-        if (rc)
-            return clr_err_set(e, rc, "%s: cannot open: %s", path, strerror(-rc));
-        fresh = true;
-    }
-    rc = clr_io_alloc((void **)&buf, CLR_MD_SB_AREA_BYTES);
+    return rc;
+}
+
+/* re-add: the device's own superblock, which must be a former member's */
+static int readd_read_sb(struct clr_array *a, const char *path, struct clr_io_dev *io, struct clr_md_sb *sb,
+                         struct clr_err *e)
+{
+    struct clr_err de;
+    uint8_t *buf = NULL;
+    int rc = clr_io_alloc((void **)&buf, CLR_MD_SB_AREA_BYTES);
+
     if (rc == 0)
         rc = clr_io_pread(io, buf, CLR_MD_SB_AREA_BYTES, CLR_MD_V12_SB_SECTOR * ARR_SECTOR);
     if (rc) {
         clr_err_set(e, rc, "%s: cannot read its superblock: %s", path, strerror(-rc));
-        goto fail;
-    }
-    rc = clr_md_sb_decode(buf, CLR_MD_SB_AREA_BYTES, 0, &sb, &de);
-    if (rc) {
+    } else if ((rc = clr_md_sb_decode(buf, CLR_MD_SB_AREA_BYTES, 0, sb, &de)) != 0) {
         clr_err_set(e, rc, "%s: %s: add it as a new device instead", path, de.msg);
-        goto fail;
-    }
-    if (memcmp(sb.set_uuid, a->sb.set_uuid, 16) != 0 || sb.dev_number >= sb.max_dev) {
+    } else if (memcmp(sb->set_uuid, a->sb.set_uuid, 16) != 0 || sb->dev_number >= sb->max_dev) {
         rc = clr_err_set(e, -EINVAL, "%s: not a former member of '%s': add it as a new device", path, a->name);
-        goto fail;
     }
-    if (a->cl) {
-        /* md §3.11 under `metadata` until the role is written: another
-         * node's update in between would re-read FAULTY and undo it */
-        rc = arr_cl_meta_begin(a);
-        if (rc) {
-            clr_err_set(e, rc, "cannot take the cluster metadata lock: %s", strerror(-rc));
-            goto fail;
-        }
-        meta = true;
-    }
-    role = sb.dev_roles[sb.dev_number];
-    if (m && m->role >= 0)
-        role = m->role;
-    arr_mutex_lock(&a->lock);
-    if (role >= (int)a->g.raid_disks || role < 0) {
-        rc = clr_err_set(e, -EINVAL, "%s: had no active role: add it as a spare", path);
-    } else if (a->role_mem[role]) {
-        rc = clr_err_set(e, -EBUSY, "%s: its role %d is taken by %s: add it as a spare instead", path,
-                         role, a->role_mem[role]->path);
-    } else if (!m) {
+    clr_io_free(buf);
+    return rc;
+}
+
+/* re-add (a->lock held): the member takes its old role back, rebuilding
+ * from the bitmap (or fully, if it left half-rebuilt); a member not known
+ * here is created.  *gen: the state generation to write. */
+static int readd_place_locked(struct clr_array *a, struct arr_member **mp, const char *path,
+                              const struct clr_md_sb *sb, struct clr_io_dev *io, int role, uint64_t *gen,
+                              struct clr_err *e)
+{
+    struct arr_member *m = *mp;
+    int rc;
+
+    if (role >= (int)a->g.raid_disks || role < 0)
+        return clr_err_set(e, -EINVAL, "%s: had no active role: add it as a spare", path);
+    if (a->role_mem[role])
+        return clr_err_set(e, -EBUSY, "%s: its role %d is taken by %s: add it as a spare instead", path, role,
+                           a->role_mem[role]->path);
+    if (!m) {
         for (unsigned i = 0; i < a->nmem; i++)
-            if (a->mem[i]->dev_number == sb.dev_number || memcmp(a->mem[i]->sb.device_uuid, sb.device_uuid, 16) == 0)
-                rc = clr_err_set(e, -EEXIST, "%s: the same device as %s", path, a->mem[i]->path);
-        if (!rc) {
-            m = calloc(1, sizeof *m);
-            if (!m || !(m->path = strdup(path))) {
-                free(m);
-                m = NULL;
-                rc = clr_err_set(e, -ENOMEM, "out of memory");
-            } else {
-                a->mem[a->nmem++] = m;
-            }
+            if (a->mem[i]->dev_number == sb->dev_number ||
+                memcmp(a->mem[i]->sb.device_uuid, sb->device_uuid, 16) == 0)
+                return clr_err_set(e, -EEXIST, "%s: the same device as %s", path, a->mem[i]->path);
+        m = calloc(1, sizeof *m);
+        if (!m || !(m->path = strdup(path))) {
+            free(m);
+            return clr_err_set(e, -ENOMEM, "out of memory");
         }
+        if ((rc = append_member_locked(a, m, path, e)) != 0) {
+            free(m->path);
+            free(m);
+            return rc;
+        }
+        *mp = m;
     }
-    if (rc) {
-        arr_mutex_unlock(&a->lock);
-        goto fail;
-    }
-    m->sb = sb;
-    m->dev_number = sb.dev_number;
+    m->sb = *sb;
+    m->dev_number = sb->dev_number;
     m->io = io;
     m->role = role;
     m->state = ARR_M_REBUILDING;
     m->write_behind = false;
     /* The bitmap covers only what changed since it left in sync; a member
      * that left half-rebuilt needs a full recovery. */
-    m->bitmap_recovery = !(sb.feature_map & CLR_MD_FEAT_RECOVERY_OFFSET) ||
-                         (sb.feature_map & CLR_MD_FEAT_RECOVERY_BITMAP);
+    m->bitmap_recovery = !(sb->feature_map & CLR_MD_FEAT_RECOVERY_OFFSET) ||
+                         (sb->feature_map & CLR_MD_FEAT_RECOVERY_BITMAP);
     m->recovery_offset = 0;
     m->remote_rebuild = false;
     m->bits_gathered = false;
@@ -517,51 +556,101 @@ static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_e
     m->readd_events = a->sb.events;
     a->role_mem[role] = m;
     a->frozen = a->thaw_err = false;
-    gen = ++a->state_gen;
     if (a->cl)
         a->sync_hold++;     /* the pass must cover the gathered bits */
     pthread_cond_broadcast(&a->cond);
-    arr_mutex_unlock(&a->lock);
-    clr_io_free(buf);
-    buf = NULL;
-    if (a->cl) {
-        /* md §3.11: every node writes to it from now on, then every other
-         * slot's bits join ours so the pass covers what anyone wrote */
-        rc = arr_cl_readd(a, m->dev_number);
-        if (rc) {
-            /* some node may write to it now: Faulty again everywhere */
-            arr_mutex_lock(&a->lock);
-            if (a->role_mem[role] == m)
-                a->role_mem[role] = NULL;
-            m->state = ARR_M_FAULTY;
-            m->bitmap_recovery = false;
-            m->faulty_gen = gen = ++a->state_gen;
-            clr_arr_recompute_locked(a);
-            a->sync_hold--;
-            pthread_cond_broadcast(&a->cond);
-            arr_mutex_unlock(&a->lock);
-            clr_arr_bm_set_degraded(a);
-            clr_arr_sb_update(a, gen, false);
-            arr_cl_meta_end(a, true);
-            return clr_err_set(e, rc, "%s: re-add not taken by every node (%s): rolled back, it stays faulty",
-                               path, strerror(-rc));
-        }
-        arr_mutex_lock(&a->lock);
-        if (m->state == ARR_M_REBUILDING && m->bitmap_recovery)
-            m->bits_gathered = true;    /* the pass may mark it in sync */
-        arr_mutex_unlock(&a->lock);
-        clr_arr_log(a, LOG_NOTICE, "%s: re-added in role %d, resyncing the bitmap's dirty chunks", path, role);
-        rc = clr_arr_sb_update(a, gen, false);     /* inside our `metadata` */
-        {
-            int mrc = arr_cl_meta_end(a, true);
+    *gen = ++a->state_gen;
+    return 0;
+}
 
-            if (rc == 0)
-                rc = mrc;
-        }
+static void sync_hold_release(struct clr_array *a)
+{
+    arr_mutex_lock(&a->lock);
+    a->sync_hold--;
+    pthread_cond_broadcast(&a->cond);
+    arr_mutex_unlock(&a->lock);
+}
+
+/* re-add, cluster (doc/architecture.md §4.11), inside our `metadata`:
+ * every node writes to it from now on, then every other slot's bits join
+ * ours so the pass covers what anyone wrote.  Refused by some node: it is
+ * faulty again everywhere.  Releases `metadata`. */
+static int readd_announce(struct clr_array *a, struct arr_member *m, int role, uint64_t gen, const char *path,
+                          bool *rolled_back, struct clr_err *e)
+{
+    int rc = arr_cl_readd(a, m->dev_number);
+
+    *rolled_back = rc != 0;
+    if (rc) {
         arr_mutex_lock(&a->lock);
+        if (a->role_mem[role] == m)
+            a->role_mem[role] = NULL;
+        m->state = ARR_M_FAULTY;
+        m->bitmap_recovery = false;
+        m->faulty_gen = gen = ++a->state_gen;
+        clr_arr_recompute_locked(a);
         a->sync_hold--;
         pthread_cond_broadcast(&a->cond);
         arr_mutex_unlock(&a->lock);
+        clr_arr_bm_set_degraded(a);
+        clr_arr_sb_update(a, gen, false);
+        arr_cl_meta_end(a, true);
+        return clr_err_set(e, rc, "%s: re-add not taken by every node (%s): rolled back, it stays faulty", path,
+                           strerror(-rc));
+    }
+    arr_mutex_lock(&a->lock);
+    if (m->state == ARR_M_REBUILDING && m->bitmap_recovery)
+        m->bits_gathered = true;    /* the pass may mark it in sync */
+    arr_mutex_unlock(&a->lock);
+    clr_arr_log(a, LOG_NOTICE, "%s: re-added in role %d, resyncing the bitmap's dirty chunks", path, role);
+    rc = sb_update_announced(a, gen);
+    sync_hold_release(a);
+    return rc;
+}
+
+static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_err *e)
+{
+    struct arr_member *m;
+    struct clr_md_sb sb;
+    struct clr_io_dev *io = NULL;
+    uint64_t gen = 0;
+    bool fresh = false;
+    int rc, role;
+
+    rc = readd_preflight(a, path, &m, &io, e);
+    if (rc)
+        return rc > 0 ? 0 : rc;
+    if (!io) {
+        if ((rc = open_member(a, path, &io, e)) != 0)
+            return rc;
+        fresh = true;
+    }
+    rc = readd_read_sb(a, path, io, &sb, e);
+    /* md under `metadata` until the role is written: another node's
+     * update in between would re-read FAULTY and undo it */
+    if (rc == 0 && a->cl && (rc = arr_cl_meta_begin(a)) != 0)
+        clr_err_set(e, rc, "cannot take the cluster metadata lock: %s", strerror(-rc));
+    if (rc) {
+        if (fresh)
+            clr_io_close(io);
+        return rc;
+    }
+    role = m && m->role >= 0 ? m->role : sb.dev_roles[sb.dev_number];
+    arr_mutex_lock(&a->lock);
+    rc = readd_place_locked(a, &m, path, &sb, io, role, &gen, e);
+    arr_mutex_unlock(&a->lock);
+    if (rc) {
+        arr_cl_meta_end(a, false);
+        if (fresh)
+            clr_io_close(io);
+        return rc;
+    }
+    if (a->cl) {
+        bool rolled_back;
+
+        rc = readd_announce(a, m, role, gen, path, &rolled_back, e);
+        if (rolled_back)
+            return rc;      /* the message is said */
     } else {
         clr_arr_log(a, LOG_NOTICE, "%s: re-added in role %d, resyncing the bitmap's dirty chunks", path, role);
         rc = clr_arr_sb_update(a, gen, false);
@@ -570,13 +659,6 @@ static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_e
     if (rc)
         clr_err_set(e, rc, "%s: re-added, but the superblock update was not written or announced to every node: %s",
                     path, strerror(-rc));
-    return rc;
-fail:
-    if (meta)
-        arr_cl_meta_end(a, false);
-    clr_io_free(buf);
-    if (fresh)
-        clr_io_close(io);
     return rc;
 }
 

@@ -22,6 +22,23 @@ void clr_arr_req_begin(struct clr_array *a, struct arr_req *rq)
     rq->nbehind = 0;
 }
 
+/* A step that must come before an ack failed (@rc): the array freezes
+ * (said once) and the thread waits for a thaw, unless it must not wait (a
+ * management call or the start: it fails instead).  @return 0 once thawed
+ * without error (the caller tries again), else the error to return. */
+static int freeze_and_wait(struct clr_array *a, int rc, const char *what)
+{
+    arr_mutex_lock(&a->lock);
+    if (!a->frozen && !a->stopping)
+        clr_arr_log(a, LOG_CRIT, "%s (%s): array frozen; 'clraid thaw %s --error' fails the blocked I/O", what,
+                    strerror(-rc), a->name);
+    a->frozen = true;
+    arr_mutex_unlock(&a->lock);
+    if (clr_arr_nowait(a))
+        return rc;
+    return clr_arr_wait_thaw(a);
+}
+
 static int announce_failure(struct clr_array *a, uint64_t gen);
 static int behind_barrier(struct clr_array *a, struct arr_member *const *ms, unsigned n);
 
@@ -74,15 +91,7 @@ static int behind_barrier(struct clr_array *a, struct arr_member *const *ms, uns
         }
         if (a->crashed)
             return 0;
-        arr_mutex_lock(&a->lock);
-        if (!a->frozen && !a->stopping)
-            clr_arr_log(a, LOG_CRIT, "a write-behind leg failed and the cluster metadata lock cannot be taken (%s): array frozen; 'clraid thaw %s --error' fails the blocked I/O",
-                        strerror(-rc), a->name);
-        a->frozen = true;
-        arr_mutex_unlock(&a->lock);
-        if (clr_arr_nowait(a))
-            return rc;
-        rc = clr_arr_wait_thaw(a);
+        rc = freeze_and_wait(a, rc, "a write-behind leg failed and the cluster metadata lock cannot be taken");
         if (rc)
             return rc;
     }
@@ -139,10 +148,10 @@ int clr_arr_member_failed(struct clr_array *a, struct arr_req *rq, struct arr_me
  * a cluster, METADATA_UPDATED delivered to every node before anything that
  * depends on it is acknowledged. If that cannot be done (metadata lock,
  * superblock write or broadcast failed or was refused), the array freezes
- * (§6: like a lost last copy, no error reaches the client; the policy
- * module fences this node, or the operator thaws it with --error, which
- * fails the request with EIO); a thaw without error retries. */
-
+ * (doc/architecture.md §3.2: like a lost last copy, no error reaches the
+ * client; the policy module fences this node, or the operator thaws it
+ * with --error, which fails the request with EIO); a thaw without error
+ * retries. */
 static int announce_failure(struct clr_array *a, uint64_t gen)
 {
     for (;;) {
@@ -150,17 +159,8 @@ static int announce_failure(struct clr_array *a, uint64_t gen)
 
         if (rc == 0 || a->crashed)
             return 0;
-        arr_mutex_lock(&a->lock);
-        if (!a->frozen && !a->stopping)
-            clr_arr_log(a, LOG_CRIT, "a member failure could not be recorded%s (%s): array frozen; 'clraid thaw %s --error' fails the blocked I/O",
-                        a->cl ? " and announced to the cluster" : "", strerror(-rc), a->name);
-        a->frozen = true;
-        arr_mutex_unlock(&a->lock);
-        /* management calls (they hold mgmt_lock, which a thaw by re-add
-         * and the stop need) fail instead of waiting */
-        if (clr_arr_nowait(a))
-            return rc;
-        rc = clr_arr_wait_thaw(a);
+        rc = freeze_and_wait(a, rc, a->cl ? "a member failure could not be recorded and announced to the cluster"
+                                           : "a member failure could not be recorded");
         if (rc)
             return rc;
     }
