@@ -32,6 +32,8 @@
 #define CL_LOCK_LIMIT_MS     30000      /* a protocol lock that never comes */
 #define CL_RESYNC_LIMIT_MS   1000       /* `resync`: back to the sync loop */
 #define CL_MAX_CANDIDATES    8
+#define CL_JOIN_BUSY_TRIES   50         /* join: our old slot still being taken over */
+#define CL_JOIN_BUSY_MS      200
 
 struct cl_lockent {
     struct cl_lockent *next;
@@ -120,6 +122,8 @@ static void cl_meta_owner(struct arr_cluster *cl, bool held)
 }
 
 static int cl_meta_begin(struct clr_array *a);
+static uint64_t cl_gen(struct clr_array *a);
+static void cl_wait(struct clr_array *a, uint64_t gen, unsigned ms);
 static int cl_meta_end(struct clr_array *a, bool send);
 static const struct arr_cluster_ops cl_ops;
 
@@ -1467,53 +1471,43 @@ static void cl_close(struct clr_array *a, bool killed)
     cl->ls = NULL;
 }
 
-int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
+/* start: our slot in the lockspace, and our slot's bits loaded */
+static int cl_open_lockspace(struct clr_array *a, struct arr_cluster *cl, const char *lsname,
+                             struct clr_err *e)
 {
     struct clr_ls_config lc = { 0 };
-    struct clr_mdc_config mc = { 0 };
-    struct arr_cluster *cl;
-    char lsname[48];
+    unsigned nodes = clr_bitmap_slots(&a->bsb);
     int rc, slot;
-    unsigned nodes;
-    uint64_t win;
 
-    cl_free(a);     /* a previous run's */
-    cl = calloc(1, sizeof *cl);
-    if (!cl)
-        return clr_err_set(e, -ENOMEM, "out of memory");
-    cl->a = a;
-    snprintf(cl->backend, sizeof cl->backend, "%s", a->lock_backend);
-    arr_mutex_init(&cl->mu, ARR_RANK_CL, "cl->mu");
-    pthread_cond_init(&cl->cond, NULL);
-    a->cl = cl;
-    a->clops = &cl_ops;
-    cl_lsname(a, lsname);
     lc.backend = a->lock_backend;
     lc.name = lsname;
     lc.event = cl_event;
     lc.event_arg = cl;
     lc.join_timeout_ms = CL_JOIN_TIMEOUT_MS;
     rc = clr_ls_open(&lc, &cl->ls);
-    if (rc) {
-        clr_err_set(e, rc, "cannot join lockspace %s (%s): %s%s", lsname, a->lock_backend, strerror(-rc),
-                    rc == -ENOTCONN ? ": start the cluster stack (corosync/dlm) first" :
-                    rc == -ENOENT && strcmp(a->lock_backend, "dlm") == 0 ?
-                    ": the kernel DLM is not ready (dlm_controld not running or not yet joined; see dmesg)" : "");
-        goto fail;
-    }
+    if (rc)
+        return clr_err_set(e, rc, "cannot join lockspace %s (%s): %s%s", lsname, a->lock_backend, strerror(-rc),
+                           rc == -ENOTCONN ? ": start the cluster stack (corosync/dlm) first" :
+                           rc == -ENOENT && strcmp(a->lock_backend, "dlm") == 0 ?
+                           ": the kernel DLM is not ready (dlm_controld not running or not yet joined; see dmesg)" : "");
     slot = clr_ls_our_slot(cl->ls) - 1;
-    nodes = clr_bitmap_slots(&a->bsb);
-    if (slot < 0 || (unsigned)slot >= nodes || slot >= CLR_MDC_MAX_SLOTS) {
-        rc = clr_err_set(e, -ERANGE, "array was created for %u nodes; this is member %d: recreate with --nodes or stop a node",
-                         nodes, slot + 1);
-        goto fail;
-    }
+    if (slot < 0 || (unsigned)slot >= nodes || slot >= CLR_MDC_MAX_SLOTS)
+        return clr_err_set(e, -ERANGE, "array was created for %u nodes; this is member %d: recreate with --nodes or stop a node",
+                           nodes, slot + 1);
     a->slot = (uint32_t)slot;
     a->bm_off = clr_bitmap_slot_offset(&a->sb, &a->bsb, a->slot);
-    rc = load_our_slot(a, e);
-    if (rc)
-        goto fail;
-    win = 65536;
+    return load_our_slot(a, e);
+}
+
+/* start: the protocol core, the lockspace's dispatch thread and the
+ * broadcast channel */
+static int cl_open_protocol(struct clr_array *a, struct arr_cluster *cl, struct clr_err *e)
+{
+    struct clr_mdc_config mc = { 0 };
+    struct clr_mdc_host h = host_ops;
+    uint64_t win = 65536;
+    int rc;
+
     if (a->g.level == CLR_RAID_LEVEL10) {
         uint64_t w = (uint64_t)(a->g.raid_disks + a->g.near_copies - 1) / a->g.near_copies * a->g.chunk_sectors;
 
@@ -1521,48 +1515,56 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
             win = w;
     }
     mc.slot = a->slot;
-    mc.nodes = nodes;
+    mc.nodes = clr_bitmap_slots(&a->bsb);
     mc.sync_sectors = a->sync_sectors;
     mc.chunk_sectors = a->bsb.chunksize / ARR_SECTOR;
     mc.window_sectors = win;
-    {
-        struct clr_mdc_host h = host_ops;
-
-        h.arg = cl;
-        rc = clr_mdc_init(&cl->mdc, &mc, &h);
-    }
-    if (rc) {
-        clr_err_set(e, rc, "cannot set up the cluster protocol: %s", strerror(-rc));
-        goto fail;
-    }
+    h.arg = cl;
+    rc = clr_mdc_init(&cl->mdc, &mc, &h);
+    if (rc)
+        return clr_err_set(e, rc, "cannot set up the cluster protocol: %s", strerror(-rc));
     cl->mdc_ready = true;
     rc = clr_ls_start_dispatch_thread(cl->ls);
-    if (rc) {
-        clr_err_set(e, rc, "cannot start the lockspace thread: %s", strerror(-rc));
-        goto fail;
-    }
+    if (rc)
+        return clr_err_set(e, rc, "cannot start the lockspace thread: %s", strerror(-rc));
     rc = clr_bcast_open(cl->ls, bcast_recv, cl, CL_BCAST_TIMEOUT_MS, &cl->bc);
-    if (rc) {
-        clr_err_set(e, rc, "cannot join the cluster broadcast channel: %s", strerror(-rc));
-        goto fail;
-    }
-    /* A member failing during join (bitmap merge) or the write-back below
-     * must not wait for a thaw nobody can give (we are inside run): the
-     * start fails instead. */
-    clr_arr_nowait_enter(a);
+    if (rc)
+        return clr_err_set(e, rc, "cannot join the cluster broadcast channel: %s", strerror(-rc));
+    return 0;
+}
+
+/* start: the join (doc/architecture.md §4.3), retried while a survivor
+ * still takes our previous incarnation's slot over (it holds the slot
+ * lock: -EBUSY); waits for a cluster event between tries, at most
+ * CL_JOIN_BUSY_TRIES of CL_JOIN_BUSY_MS */
+static int cl_join_retrying(struct arr_cluster *cl)
+{
+    int rc;
+
     for (int tries = 0;; tries++) {
+        uint64_t g = cl_gen(cl->a);
+
         rc = clr_mdc_join(&cl->mdc);
-        if (rc != -EBUSY || tries >= 50)
-            break;
-        /* a survivor is still taking our slot over */
-        struct timespec ts = { 0, 200000000 };
-        nanosleep(&ts, NULL);
+        if (rc != -EBUSY || tries >= CL_JOIN_BUSY_TRIES)
+            return rc;
+        cl_wait(cl->a, g, CL_JOIN_BUSY_MS);
     }
+}
+
+/* start: join, then write our bits back.  A member failing meanwhile must
+ * not wait for a thaw nobody can give (we are inside run): the start
+ * fails instead.  On failure we have left again. */
+static int cl_join(struct clr_array *a, struct arr_cluster *cl, struct clr_err *e)
+{
+    uint64_t lo, hi;
+    int rc;
+
+    clr_arr_nowait_enter(a);
+    rc = cl_join_retrying(cl);
     if (rc) {
         clr_arr_nowait_exit(a);
-        clr_err_set(e, rc, "cannot join the cluster as slot %u: %s%s", a->slot, strerror(-rc),
-                    rc == -EBUSY ? " (slot already owned: another engine of this array runs here?)" : "");
-        goto fail;
+        return clr_err_set(e, rc, "cannot join the cluster as slot %u: %s%s", a->slot, strerror(-rc),
+                           rc == -EBUSY ? " (slot already owned: another engine of this array runs here?)" : "");
     }
     cl->joined = true;
     /* Our bits loaded before join are not on disk any more if a survivor
@@ -1579,50 +1581,64 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
     } else {
         clr_err_set(e, rc, "cannot write bitmap slot %u after joining: %s", a->slot, strerror(-rc));
     }
-    if (rc) {
-        {
-            uint64_t lo, hi;
-
-            clr_mdc_leave(&cl->mdc, clr_arr_needed_extent(a, &lo, &hi));
-        }
-        cl->joined = false;
-        goto fail;
+    if (rc == 0) {
+        /* md's do_md_run: going active is a superblock update through the
+         * clustered path: re-read under `metadata`, METADATA_UPDATED (the
+         * others re-read too: a role change a dead writer never announced) */
+        rc = cl_meta_begin(a);
+        if (rc == 0)
+            rc = cl_meta_end(a, true);
+        if (rc)
+            clr_err_set(e, rc, "cannot announce this node's start to the cluster: %s", strerror(-rc));
     }
-    /* md's do_md_run: going active is a superblock update through the
-     * clustered path: re-read under `metadata`, METADATA_UPDATED (the
-     * others re-read too: a role change a dead writer never announced) */
-    rc = cl_meta_begin(a);
+    if (rc) {
+        clr_mdc_leave(&cl->mdc, clr_arr_needed_extent(a, &lo, &hi));
+        cl->joined = false;
+    }
+    return rc;
+}
+
+int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
+{
+    struct arr_cluster *cl;
+    char lsname[48];
+    int rc;
+
+    cl_free(a);     /* a previous run's */
+    cl = calloc(1, sizeof *cl);
+    if (!cl)
+        return clr_err_set(e, -ENOMEM, "out of memory");
+    cl->a = a;
+    snprintf(cl->backend, sizeof cl->backend, "%s", a->lock_backend);
+    arr_mutex_init(&cl->mu, ARR_RANK_CL, "cl->mu");
+    pthread_cond_init(&cl->cond, NULL);
+    a->cl = cl;
+    a->clops = &cl_ops;
+    cl_lsname(a, lsname);
+    rc = cl_open_lockspace(a, cl, lsname, e);
     if (rc == 0)
-        rc = cl_meta_end(a, true);
-    if (rc) {
-        clr_err_set(e, rc, "cannot announce this node's start to the cluster: %s", strerror(-rc));
-        {
-            uint64_t lo, hi;
-
-            clr_mdc_leave(&cl->mdc, clr_arr_needed_extent(a, &lo, &hi));
-        }
-        cl->joined = false;
-        goto fail;
-    }
-    if (pthread_create(&cl->rec_thread, NULL, rec_main, cl) != 0) {
+        rc = cl_open_protocol(a, cl, e);
+    if (rc == 0)
+        rc = cl_join(a, cl, e);
+    if (rc == 0 && pthread_create(&cl->rec_thread, NULL, rec_main, cl) != 0) {
         rc = clr_err_set(e, -EAGAIN, "cannot start the cluster recovery thread");
         clr_mdc_leave(&cl->mdc, false);
         cl->joined = false;
-        goto fail;
+    }
+    if (rc) {
+        arr_mutex_lock(&cl->mu);
+        cl->stop = true;
+        arr_mutex_unlock(&cl->mu);
+        cl_close(a, false);
+        return rc;
     }
     cl->rec_on = true;
     arr_mutex_lock(&cl->mu);
     cl->members = clr_ls_member_count(cl->ls);
     arr_mutex_unlock(&cl->mu);
     clr_arr_log(a, LOG_INFO, "joined cluster lockspace %s (%s) as slot %u of %u, %d members", lsname,
-                a->lock_backend, a->slot, nodes, cl->members);
+                a->lock_backend, a->slot, clr_bitmap_slots(&a->bsb), cl->members);
     return 0;
-fail:
-    arr_mutex_lock(&cl->mu);
-    cl->stop = true;
-    arr_mutex_unlock(&cl->mu);
-    cl_close(a, false);
-    return rc;
 }
 
 static bool cl_alone(struct clr_array *a)
@@ -1744,6 +1760,12 @@ static void cl_wait(struct clr_array *a, uint64_t gen, unsigned ms)
     while (cl->gen == gen && !cl->stop && rc == 0)
         rc = arr_cond_timedwait(&cl->cond, &cl->mu, &ts);
     arr_mutex_unlock(&cl->mu);
+}
+
+static void cl_kick(struct clr_array *a)
+{
+    if (a->cl)
+        cl_wake(a->cl);
 }
 
 static bool cl_write_blocked(struct clr_array *a, uint64_t lo, uint64_t hi)
@@ -1968,6 +1990,7 @@ static void cl_status(struct clr_array *a, json_object *o, uint64_t *lock_ops, u
 static const struct arr_cluster_ops cl_ops = {
     .gen = cl_gen,
     .wait = cl_wait,
+    .kick = cl_kick,
     .write_blocked = cl_write_blocked,
     .read_first = cl_read_first,
     .meta_begin = cl_meta_begin,

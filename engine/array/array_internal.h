@@ -305,6 +305,8 @@ struct arr_cluster_ops {
     /* data path: a generation to wait on for window/hold changes */
     uint64_t (*gen)(struct clr_array *a);
     void (*wait)(struct clr_array *a, uint64_t gen, unsigned ms);
+    /* wakes every wait() (the array is stopping) */
+    void (*kick)(struct clr_array *a);
     bool (*write_blocked)(struct clr_array *a, uint64_t lo, uint64_t hi);
     bool (*read_first)(struct clr_array *a, uint64_t lo, uint64_t hi);
     /* superblocks: begin takes `metadata` and reloads the superblock from
@@ -347,6 +349,11 @@ static inline void arr_cl_wait(struct clr_array *a, uint64_t gen, unsigned ms)
 {
     if (a->clops)
         a->clops->wait(a, gen, ms);
+}
+static inline void arr_cl_kick(struct clr_array *a)
+{
+    if (a->clops)
+        a->clops->kick(a);
 }
 static inline bool arr_cl_write_blocked(struct clr_array *a, uint64_t lo, uint64_t hi)
 {

@@ -178,6 +178,7 @@ static int array_crash(struct clr_array *a, bool lost, uint64_t *member)
     a->sync_abort = true;
     pthread_cond_broadcast(&a->cond);
     arr_mutex_unlock(&a->lock);
+    arr_cl_kick(a);     /* writes waiting for a window or hold see it */
     /* the lockspace dies first: the others see MEMBER_FAILED (or, lost,
      * MEMBER_LOST until they confirm it dead) */
     arr_cl_crash(a, lost, member);
@@ -217,6 +218,9 @@ static int array_stop(struct clr_array *a)
     a->stopping = true;
     a->sync_abort = true;
     pthread_cond_broadcast(&a->cond);
+    arr_mutex_unlock(&a->lock);
+    arr_cl_kick(a);     /* writes waiting for a window or hold see it */
+    arr_mutex_lock(&a->lock);
     drain_and_join_locked(a);
     clr_arr_flush_all(a);
     /* Everything is on every leg now: idle clean chunks may go. */
