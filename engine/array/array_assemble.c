@@ -331,15 +331,8 @@ static int build(struct clr_array *a, struct probe *p, unsigned n, unsigned f, s
     return 0;
 }
 
-int clr_array_assemble(const struct clr_array_config *cfg, struct clr_array **out,
-                       struct clr_err *e)
+static int check_config(const struct clr_array_config *cfg, struct clr_err *e)
 {
-    struct clr_array *a = NULL;
-    struct probe *p;
-    unsigned f = 0;
-    int rc;
-
-    *out = NULL;
     if (!cfg || !cfg->devices || cfg->ndevices == 0)
         return clr_err_set(e, -EINVAL, "no member devices given");
     if (cfg->ndevices > ARR_MAX_MEMBERS)
@@ -348,87 +341,49 @@ int clr_array_assemble(const struct clr_array_config *cfg, struct clr_array **ou
     if (cfg->lock && strcmp(cfg->lock, "local") != 0 && strcmp(cfg->lock, "cpg") != 0 &&
         strcmp(cfg->lock, "dlm") != 0)
         return clr_err_set(e, -EINVAL, "lock backend '%s' is unknown: use local, cpg or dlm", cfg->lock);
-    p = calloc(cfg->ndevices, sizeof *p);
-    a = calloc(1, sizeof *a);
-    if (!p || !a) {
-        rc = clr_err_set(e, -ENOMEM, "out of memory");
-        goto fail;
-    }
-    a->name = strdup(cfg->name ? cfg->name : "clraid");
-    if (!a->name) {
-        rc = clr_err_set(e, -ENOMEM, "out of memory");
-        goto fail;
-    }
-    a->lock_backend = strdup(cfg->lock ? cfg->lock : "local");
-    if (!a->lock_backend) {
-        rc = clr_err_set(e, -ENOMEM, "out of memory");
-        goto fail;
-    }
-    a->cluster = strcmp(a->lock_backend, "local") != 0 || (cfg->flags & CLR_ARRAY_CLUSTER_LOCAL);
-    a->slot = 0;        /* cluster: the lock service gives it at run */
-    for (unsigned i = 0; i < cfg->ndevices; i++) {
-        p[i].path = cfg->devices[i];
-        /* One node alone (lock "local") on a clustered array: like a
-         * kernel md-cluster node that joins, it takes in the bits of
-         * every slot (nodes that crashed left them dirty), see below. */
-        rc = probe_member(&p[i], a->slot, !a->cluster, e);
-        if (rc)
-            goto fail;
-    }
-    rc = judge(p, cfg->ndevices, cfg, &f, e);
-    if (rc)
-        goto fail;
-    a->log = cfg->log;
-    a->log_opaque = cfg->log_opaque;
-    a->flags = cfg->flags;
-    a->stripe_cache_kib = cfg->stripe_cache_kib ? cfg->stripe_cache_kib : 16384;
-    a->speed_min_kib = cfg->sync_speed_min_kib ? cfg->sync_speed_min_kib : 1000;
-    a->speed_max_kib = cfg->sync_speed_max_kib ? cfg->sync_speed_max_kib : 200000;
-    rc = build(a, p, cfg->ndevices, f, e);
-    if (rc == 0)
-        rc = clr_arr_cl_check_config(a, e);
-    if (rc)
-        goto fail;
-    a->bitmap_sleep_ms = cfg->bitmap_sleep_ms ? cfg->bitmap_sleep_ms
-                         : (a->bsb.daemon_sleep ? a->bsb.daemon_sleep : CLR_BITMAP_DEFAULT_SLEEP) * 1000;
-    rc = clr_bmc_init(&a->bmc, a->sync_sectors, a->bsb.chunksize / ARR_SECTOR, 0);
-    if (rc) {
-        clr_err_set(e, rc, "cannot set up bitmap counters: %s", strerror(-rc));
-        goto fail;
-    }
-    {
-        /* Any in-sync copy may hold the newest bits: load their union.
-         * Alone on a clustered array, the union takes in every slot with
-         * a valid bitmap superblock too: a node that crashed left its
-         * writes in flight dirty in its own slot only, and nobody else
-         * will resync them (the kernel's md-cluster join merges the free
-         * slots the same way, without clearing them: so do we). */
-        size_t nbytes = (clr_bitmap_bits(a->bsb.sync_size, a->bsb.chunksize) + 7) / 8;
-        uint64_t stride = clr_bitmap_stride_bytes(a->bsb.sync_size, a->bsb.chunksize);
-        uint8_t *u = calloc(1, nbytes + 1);
+    return 0;
+}
 
-        if (!u) {
-            rc = clr_err_set(e, -ENOMEM, "out of memory");
-            goto fail;
-        }
-        for (unsigned i = 0; i < cfg->ndevices; i++) {
-            if (p[i].role < 0)
+/* The bitmap counters, loaded with the union of the bits on every in-sync
+ * copy (any may hold the newest).  Alone on a clustered array, the union
+ * takes in every slot with a valid bitmap superblock too: a node that
+ * crashed left its writes in flight dirty in its own slot only, and nobody
+ * else will resync them (the kernel's md-cluster join merges the free
+ * slots the same way, without clearing them: so do we). */
+static int load_bitmap(struct clr_array *a, const struct probe *p, unsigned n, struct clr_err *e)
+{
+    size_t nbytes = (clr_bitmap_bits(a->bsb.sync_size, a->bsb.chunksize) + 7) / 8;
+    uint64_t stride = clr_bitmap_stride_bytes(a->bsb.sync_size, a->bsb.chunksize);
+    uint8_t *u;
+    int rc = clr_bmc_init(&a->bmc, a->sync_sectors, a->bsb.chunksize / ARR_SECTOR, 0);
+
+    if (rc)
+        return clr_err_set(e, rc, "cannot set up bitmap counters: %s", strerror(-rc));
+    u = calloc(1, nbytes + 1);
+    if (!u)
+        return clr_err_set(e, -ENOMEM, "out of memory");
+    for (unsigned i = 0; i < n; i++) {
+        if (p[i].role < 0)
+            continue;
+        for (uint32_t r = 0; r < p[i].nregions; r++) {
+            const uint8_t *reg = p[i].region + r * stride;
+            struct clr_bitmap_sb rb;
+            struct clr_err de;
+
+            if (r != a->slot && clr_bitmap_sb_decode(reg, CLR_BITMAP_SB_BYTES, p[i].sb.set_uuid, &rb, &de) != 0)
                 continue;
-            for (uint32_t r = 0; r < p[i].nregions; r++) {
-                const uint8_t *reg = p[i].region + r * stride;
-                struct clr_bitmap_sb rb;
-                struct clr_err de;
-
-                if (r != a->slot &&
-                    clr_bitmap_sb_decode(reg, CLR_BITMAP_SB_BYTES, p[i].sb.set_uuid, &rb, &de) != 0)
-                    continue;
-                for (size_t b = 0; b < nbytes; b++)
-                    u[b] |= reg[CLR_BITMAP_SB_BYTES + b];
-            }
+            for (size_t b = 0; b < nbytes; b++)
+                u[b] |= reg[CLR_BITMAP_SB_BYTES + b];
         }
-        clr_bmc_load(&a->bmc, u, nbytes);
-        free(u);
     }
+    clr_bmc_load(&a->bmc, u, nbytes);
+    free(u);
+    return 0;
+}
+
+/* The array's locks, ranked (engine/array/lockrank.h). */
+static void init_locks(struct clr_array *a)
+{
     arr_mutex_init(&a->lock, ARR_RANK_ARRAY, "a->lock");
     pthread_cond_init(&a->cond, NULL);
     arr_mutex_init(&a->meta_lock, ARR_RANK_META, "a->meta_lock");
@@ -436,6 +391,62 @@ int clr_array_assemble(const struct clr_array_config *cfg, struct clr_array **ou
     arr_mutex_init(&a->bm_lock, ARR_RANK_BM, "a->bm_lock");
     pthread_cond_init(&a->bm_cond, NULL);
     clr_arr_rl_init(&a->rl);
+}
+
+static void take_config(struct clr_array *a, const struct clr_array_config *cfg)
+{
+    a->log = cfg->log;
+    a->log_opaque = cfg->log_opaque;
+    a->flags = cfg->flags;
+    a->stripe_cache_kib = cfg->stripe_cache_kib ? cfg->stripe_cache_kib : 16384;
+    a->speed_min_kib = cfg->sync_speed_min_kib ? cfg->sync_speed_min_kib : 1000;
+    a->speed_max_kib = cfg->sync_speed_max_kib ? cfg->sync_speed_max_kib : 200000;
+}
+
+int clr_array_assemble(const struct clr_array_config *cfg, struct clr_array **out,
+                       struct clr_err *e)
+{
+    struct clr_array *a = NULL;
+    struct probe *p = NULL;
+    unsigned f = 0;
+    int rc;
+
+    *out = NULL;
+    rc = check_config(cfg, e);
+    if (rc)
+        return rc;
+    p = calloc(cfg->ndevices, sizeof *p);
+    a = calloc(1, sizeof *a);
+    if (!p || !a || !(a->name = strdup(cfg->name ? cfg->name : "clraid")) ||
+        !(a->lock_backend = strdup(cfg->lock ? cfg->lock : "local"))) {
+        rc = clr_err_set(e, -ENOMEM, "out of memory");
+        goto fail;
+    }
+    a->cluster = strcmp(a->lock_backend, "local") != 0 || (cfg->flags & CLR_ARRAY_CLUSTER_LOCAL);
+    a->slot = 0;        /* cluster: the lock service gives it at run */
+    for (unsigned i = 0; i < cfg->ndevices && rc == 0; i++) {
+        p[i].path = cfg->devices[i];
+        /* One node alone (lock "local") on a clustered array: like a
+         * kernel md-cluster node that joins, it takes in the bits of
+         * every slot (nodes that crashed left them dirty): load_bitmap. */
+        rc = probe_member(&p[i], a->slot, !a->cluster, e);
+    }
+    if (rc == 0)
+        rc = judge(p, cfg->ndevices, cfg, &f, e);
+    if (rc)
+        goto fail;
+    take_config(a, cfg);
+    rc = build(a, p, cfg->ndevices, f, e);
+    if (rc == 0)
+        rc = clr_arr_cl_check_config(a, e);
+    if (rc)
+        goto fail;
+    a->bitmap_sleep_ms = cfg->bitmap_sleep_ms ? cfg->bitmap_sleep_ms
+                         : (a->bsb.daemon_sleep ? a->bsb.daemon_sleep : CLR_BITMAP_DEFAULT_SLEEP) * 1000;
+    rc = load_bitmap(a, p, cfg->ndevices, e);
+    if (rc)
+        goto fail;
+    init_locks(a);
     a->stopped = true;
     free_probes(p, cfg->ndevices);
     *out = a;
