@@ -151,19 +151,13 @@ static bool sync_degraded_locked(struct clr_array *a)
     return false;
 }
 
-static int run_resync(struct clr_array *a)
+/* Re-added members this node drives, whose pass may mark them in sync
+ * (cluster: once every slot's bits were gathered into ours). */
+static unsigned resync_targets(struct clr_array *a, struct arr_member **tgt)
 {
-    struct arr_member *tgt[ARR_MAX_MEMBERS];
-    uint64_t bc = a->bsb.chunksize / ARR_SECTOR, nchunks = a->bmc.nchunks, total = 0, done = 0;
-    uint64_t mm = 0, us = unit_sectors(a), xlo = 0, xhi = 0;
-    bool degraded, aborted = false;
     unsigned nt = 0;
-    int rc = 0;
-
-    bool cl_on = false;
 
     arr_mutex_lock(&a->lock);
-    a->resync_pending = false;
     for (uint32_t r = 0; r < a->g.raid_disks; r++) {
         struct arr_member *m = a->role_mem[r];
 
@@ -172,6 +166,101 @@ static int run_resync(struct clr_array *a)
             tgt[nt++] = m;
     }
     arr_mutex_unlock(&a->lock);
+    return nt;
+}
+
+static uint64_t needed_chunks(struct clr_array *a)
+{
+    uint64_t n = 0;
+
+    arr_mutex_lock(&a->bm_lock);
+    for (uint64_t k = 0; k < a->bmc.nchunks; k++)
+        n += clr_bmc_is_needed(&a->bmc, k);
+    arr_mutex_unlock(&a->bm_lock);
+    return n;
+}
+
+/* One NEEDED bitmap chunk @k, unit by unit inside our resync window (up
+ * to @xhi); its bit goes once every leg has it. */
+static int resync_chunk(struct clr_array *a, uint64_t k, uint64_t xhi, uint64_t done, uint64_t *mm)
+{
+    uint64_t bc = a->bsb.chunksize / ARR_SECTOR, us = unit_sectors(a);
+    uint64_t s0 = k * bc, e0 = s0 + bc < a->sync_sectors ? s0 + bc : a->sync_sectors;
+    uint64_t s = s0, e = e0;
+    bool degraded;
+    int rc = 0;
+
+    align_range(a, &s, &e);
+    for (uint64_t pos = s; pos < e && rc == 0; pos += us) {
+        rc = arr_cl_resync_window(a, pos, pos + (e - pos < us ? e - pos : us), xhi > e ? xhi : e);
+        if (rc == 0)
+            rc = unit(a, ARR_SYNC_RESYNC, pos, e - pos < us ? e - pos : us, mm);
+        progress(a, done * bc + (pos - s), done * bc + (pos - s));
+    }
+    if (rc)
+        return rc;
+    arr_mutex_lock(&a->lock);
+    degraded = sync_degraded_locked(a);     /* a member may have failed meanwhile */
+    arr_mutex_unlock(&a->lock);
+    if (!degraded) {
+        arr_mutex_lock(&a->bm_lock);
+        clr_bmc_sync_done(&a->bmc, s0, e0 - s0);
+        arr_mutex_unlock(&a->bm_lock);
+    }
+    arr_mutex_lock(&a->lock);
+    a->last_resync_bytes += (e0 - s0) * ARR_SECTOR;
+    arr_mutex_unlock(&a->lock);
+    return 0;
+}
+
+/* The pass covered every bit a re-added member missed: it is in sync. */
+static void readd_targets_in_sync(struct clr_array *a, struct arr_member **tgt, unsigned nt)
+{
+    arr_mutex_lock(&a->lock);
+    for (unsigned i = 0; i < nt; i++) {
+        if (tgt[i]->state != ARR_M_REBUILDING || tgt[i]->remote_rebuild ||
+            (a->cl && !tgt[i]->bits_gathered))
+            continue;
+        tgt[i]->state = ARR_M_IN_SYNC;
+        tgt[i]->bitmap_recovery = false;
+        tgt[i]->bits_gathered = false;
+        tgt[i]->recovery_offset = 0;
+        clr_arr_log(a, LOG_NOTICE, "%s: re-added, in sync", tgt[i]->path);
+    }
+    clr_arr_recompute_locked(a);
+    a->state_gen++;
+    arr_mutex_unlock(&a->lock);
+    clr_arr_bm_set_degraded(a);
+    clr_arr_sb_update(a, 0, false);
+    /* writes during the pass left NEEDED bits (the member was not yet in
+     * sync): one more pass, now whole, lets them clear */
+    if (needed_chunks(a)) {
+        arr_mutex_lock(&a->lock);
+        if (!a->degraded)
+            a->resync_pending = true;
+        arr_mutex_unlock(&a->lock);
+    }
+}
+
+static void set_resync_pending(struct clr_array *a)
+{
+    arr_mutex_lock(&a->lock);
+    a->resync_pending = true;
+    arr_mutex_unlock(&a->lock);
+}
+
+static int run_resync(struct clr_array *a)
+{
+    struct arr_member *tgt[ARR_MAX_MEMBERS];
+    uint64_t bc = a->bsb.chunksize / ARR_SECTOR, total, done = 0, mm = 0, xlo = 0, xhi = 0;
+    bool aborted = false, cl_on = false;
+    unsigned nt;
+    int rc = 0;
+
+    arr_mutex_lock(&a->lock);
+    a->resync_pending = false;
+    arr_mutex_unlock(&a->lock);
+    nt = resync_targets(a, tgt);
     /* cluster: a re-add target is in sync only after a pass that held
      * `resync` (so no other node's pass or rebuild of it is running) over
      * every slot's gathered bits, even when nothing is NEEDED */
@@ -179,9 +268,7 @@ static int run_resync(struct clr_array *a)
         /* one resyncer cluster-wide; then see what is still NEEDED */
         rc = cl_begin(a, xlo, xhi);
         if (rc) {
-            arr_mutex_lock(&a->lock);
-            a->resync_pending = true;
-            arr_mutex_unlock(&a->lock);
+            set_resync_pending(a);
             return rc == -ECANCELED || rc == -ESHUTDOWN ? 0 : rc;
         }
         cl_on = true;
@@ -189,16 +276,10 @@ static int run_resync(struct clr_array *a)
     } else if (a->cl && nt == 0) {
         return 0;
     }
-    arr_mutex_lock(&a->bm_lock);
-    for (uint64_t k = 0; k < nchunks; k++)
-        total += clr_bmc_is_needed(&a->bmc, k);
-    arr_mutex_unlock(&a->bm_lock);
+    total = needed_chunks(a);
     begin(a, ARR_SYNC_RESYNC, 0, total * bc);
-    clr_arr_log(a, LOG_INFO, "resync of %" PRIu64 " dirty bitmap chunks%s", total,
-                nt ? " (re-add)" : "");
-    for (uint64_t k = 0; k < nchunks && rc == 0; k++) {
-        uint64_t s0 = k * bc, e0 = s0 + bc < a->sync_sectors ? s0 + bc : a->sync_sectors;
-        uint64_t s = s0, e = e0;
+    clr_arr_log(a, LOG_INFO, "resync of %" PRIu64 " dirty bitmap chunks%s", total, nt ? " (re-add)" : "");
+    for (uint64_t k = 0; k < a->bmc.nchunks && rc == 0; k++) {
         bool needed;
 
         if (should_stop(a)) {
@@ -210,75 +291,99 @@ static int run_resync(struct clr_array *a)
         arr_mutex_unlock(&a->bm_lock);
         if (!needed)
             continue;
-        align_range(a, &s, &e);
-        for (uint64_t pos = s; pos < e && rc == 0; pos += us) {
-            rc = arr_cl_resync_window(a, pos, pos + (e - pos < us ? e - pos : us), xhi > e ? xhi : e);
-            if (rc == 0)
-                rc = unit(a, ARR_SYNC_RESYNC, pos, e - pos < us ? e - pos : us, &mm);
-            progress(a, done * bc + (pos - s), done * bc + (pos - s));
-        }
-        if (rc)
-            break;
-        arr_mutex_lock(&a->lock);
-        degraded = sync_degraded_locked(a);     /* a member may have failed meanwhile */
-        arr_mutex_unlock(&a->lock);
-        if (!degraded) {
-            arr_mutex_lock(&a->bm_lock);
-            clr_bmc_sync_done(&a->bmc, s0, e0 - s0);
-            arr_mutex_unlock(&a->bm_lock);
-        }
-        arr_mutex_lock(&a->lock);
-        a->last_resync_bytes += (e0 - s0) * ARR_SECTOR;
-        arr_mutex_unlock(&a->lock);
-        done++;
+        rc = resync_chunk(a, k, xhi, done, &mm);
+        if (rc == 0)
+            done++;
     }
-    if (rc || aborted) {
-        arr_mutex_lock(&a->lock);
-        a->resync_pending = true;
-        arr_mutex_unlock(&a->lock);
-    }
-    if (rc == 0 && !aborted && nt && (cl_on || !a->cl)) {
-        arr_mutex_lock(&a->lock);
-        for (unsigned i = 0; i < nt; i++) {
-            if (tgt[i]->state != ARR_M_REBUILDING || tgt[i]->remote_rebuild ||
-                (a->cl && !tgt[i]->bits_gathered))
-                continue;
-            tgt[i]->state = ARR_M_IN_SYNC;
-            tgt[i]->bitmap_recovery = false;
-            tgt[i]->bits_gathered = false;
-            tgt[i]->recovery_offset = 0;
-            clr_arr_log(a, LOG_NOTICE, "%s: re-added, in sync", tgt[i]->path);
-        }
-        clr_arr_recompute_locked(a);
-        a->state_gen++;
-        arr_mutex_unlock(&a->lock);
-        clr_arr_bm_set_degraded(a);
-        clr_arr_sb_update(a, 0, false);
-        /* writes during the pass left NEEDED bits (the member was not yet
-         * in sync): one more pass, now whole, lets them clear */
-        uint64_t left = 0;
-
-        arr_mutex_lock(&a->bm_lock);
-        for (uint64_t k = 0; k < nchunks; k++)
-            left += clr_bmc_is_needed(&a->bmc, k);
-        arr_mutex_unlock(&a->bm_lock);
-        arr_mutex_lock(&a->lock);
-        if (left && !a->degraded)
-            a->resync_pending = true;
-        arr_mutex_unlock(&a->lock);
-    }
+    if (rc || aborted)
+        set_resync_pending(a);
+    if (rc == 0 && !aborted && nt && (cl_on || !a->cl))
+        readd_targets_in_sync(a, tgt, nt);
     if (cl_on)
         arr_cl_resync_end(a);
     clr_arr_log(a, LOG_INFO, "resync %s: %" PRIu64 " chunks", rc ? "failed" : aborted ? "interrupted" : "done", done);
     return rc;
 }
 
+/* Cluster, holding `resync`: a rebuild resumed after its node died may
+ * have been finished by another survivor while we waited, or got further
+ * (its checkpoint on disk).  @return 1: in sync already; 0: go on (every
+ * node was told we rebuild it); <0: error. */
+static int recover_cluster_check(struct clr_array *a, struct arr_member *m)
+{
+    uint64_t off, gen;
+
+    arr_mutex_lock(&a->lock);
+    off = m->recovery_offset;
+    arr_mutex_unlock(&a->lock);
+    if (arr_cl_rebuild_check(a, m, &off) > 0) {
+        arr_mutex_lock(&a->lock);
+        if (m->state == ARR_M_REBUILDING) {
+            m->state = ARR_M_IN_SYNC;
+            m->recovery_offset = 0;
+            clr_arr_recompute_locked(a);
+            clr_arr_log(a, LOG_NOTICE, "%s: in sync (recovered by another node)", m->path);
+        }
+        a->state_gen++;
+        arr_mutex_unlock(&a->lock);
+        clr_arr_bm_set_degraded(a);
+        return 1;
+    }
+    arr_mutex_lock(&a->lock);
+    if (off > m->recovery_offset)
+        m->recovery_offset = off;
+    gen = ++a->state_gen;
+    arr_mutex_unlock(&a->lock);
+    /* every node writes to the member before any of it is copied: the
+     * superblock update tells them (METADATA_UPDATED); written only now,
+     * so a survivor resuming an orphan that another one finished
+     * meanwhile sees it in sync above, not recovering */
+    return clr_arr_sb_update(a, gen, false);
+}
+
+/* The copy itself, from @ds, with a checkpoint every CKPT_NS.  *aborted:
+ * stopped by a stop or an abort; returns the error or 0, *ds the end. */
+static int recover_copy(struct clr_array *a, struct arr_member *m, uint64_t *ds, uint64_t start, bool *aborted)
+{
+    uint64_t end = a->g.used_dev_sectors, last_ckpt = clr_arr_now_ns();
+    uint64_t us = a->g.chunk_sectors ? a->g.chunk_sectors : SYNC_UNIT_SECTORS;
+
+    while (*ds < end) {
+        int64_t k;
+        bool gone;
+
+        arr_mutex_lock(&a->lock);
+        gone = m->state != ARR_M_REBUILDING;
+        *aborted = a->stopping || a->sync_abort;
+        arr_mutex_unlock(&a->lock);
+        if (gone)
+            return -EIO;
+        if (*aborted)
+            return 0;
+        k = a->ops->recover_unit(a, m, *ds, end - *ds < us ? end - *ds : us);
+        if (k < 0)
+            return (int)k;
+        *ds += (uint64_t)k;
+        progress(a, *ds, *ds - start);
+        if (clr_arr_now_ns() - last_ckpt > CKPT_NS) {
+            uint64_t gen;
+
+            arr_mutex_lock(&a->lock);
+            m->recovery_offset = *ds;
+            gen = ++a->state_gen;
+            arr_mutex_unlock(&a->lock);
+            clr_arr_sb_update(a, gen, false);
+            last_ckpt = clr_arr_now_ns();
+        }
+    }
+    return 0;
+}
+
 static int run_recover(struct clr_array *a, struct arr_member *m)
 {
-    uint64_t end = a->g.used_dev_sectors, ds, start, last_ckpt = clr_arr_now_ns();
-    uint64_t us = a->g.chunk_sectors ? a->g.chunk_sectors : SYNC_UNIT_SECTORS;
+    uint64_t ds, start;
     bool aborted = false;
-    int rc = 0;
+    int rc;
 
     arr_mutex_lock(&a->lock);
     if (a->cl && m->bitmap_recovery) {
@@ -291,80 +396,16 @@ static int run_recover(struct clr_array *a, struct arr_member *m)
     rc = cl_begin(a, 0, a->sync_sectors);
     if (rc)
         return rc == -ECANCELED || rc == -ESHUTDOWN ? 0 : rc;
-    if (a->cl) {
-        /* a rebuild resumed after its node died: another survivor may have
-         * finished it while we waited for `resync`, or got further */
-        uint64_t off;
-
-        arr_mutex_lock(&a->lock);
-        off = m->recovery_offset;
-        arr_mutex_unlock(&a->lock);
-        if (arr_cl_rebuild_check(a, m, &off) > 0) {
-            arr_cl_resync_end(a);
-            arr_mutex_lock(&a->lock);
-            if (m->state == ARR_M_REBUILDING) {
-                m->state = ARR_M_IN_SYNC;
-                m->recovery_offset = 0;
-                clr_arr_recompute_locked(a);
-                clr_arr_log(a, LOG_NOTICE, "%s: in sync (recovered by another node)", m->path);
-            }
-            a->state_gen++;
-            arr_mutex_unlock(&a->lock);
-            clr_arr_bm_set_degraded(a);
-            return 0;
-        }
-        arr_mutex_lock(&a->lock);
-        if (off > m->recovery_offset)
-            m->recovery_offset = off;
-        uint64_t gen = ++a->state_gen;
-        arr_mutex_unlock(&a->lock);
-        /* every node writes to the member before any of it is copied:
-         * the superblock update tells them (METADATA_UPDATED); written
-         * only now, so a survivor resuming an orphan that another one
-         * finished meanwhile sees it in sync above, not recovering */
-        rc = clr_arr_sb_update(a, gen, false);
-        if (rc) {
-            arr_cl_resync_end(a);
-            return rc;
-        }
+    if (a->cl && (rc = recover_cluster_check(a, m)) != 0) {
+        arr_cl_resync_end(a);
+        return rc > 0 ? 0 : rc;
     }
     arr_mutex_lock(&a->lock);
     start = ds = m->recovery_offset;
     arr_mutex_unlock(&a->lock);
-    begin(a, ARR_SYNC_RECOVER, start, end);
+    begin(a, ARR_SYNC_RECOVER, start, a->g.used_dev_sectors);
     clr_arr_log(a, LOG_INFO, "%s: recovery of role %d from sector %" PRIu64, m->path, m->role, ds);
-    while (ds < end) {
-        int64_t k;
-        bool gone;
-
-        arr_mutex_lock(&a->lock);
-        gone = m->state != ARR_M_REBUILDING;
-        aborted = a->stopping || a->sync_abort;
-        arr_mutex_unlock(&a->lock);
-        if (gone) {
-            rc = -EIO;
-            break;
-        }
-        if (aborted)
-            break;
-        k = a->ops->recover_unit(a, m, ds, end - ds < us ? end - ds : us);
-        if (k < 0) {
-            rc = (int)k;
-            break;
-        }
-        ds += (uint64_t)k;
-        progress(a, ds, ds - start);
-        if (clr_arr_now_ns() - last_ckpt > CKPT_NS) {
-            uint64_t gen;
-
-            arr_mutex_lock(&a->lock);
-            m->recovery_offset = ds;
-            gen = ++a->state_gen;
-            arr_mutex_unlock(&a->lock);
-            clr_arr_sb_update(a, gen, false);
-            last_ckpt = clr_arr_now_ns();
-        }
-    }
+    rc = recover_copy(a, m, &ds, start, &aborted);
     arr_cl_resync_end(a);
     arr_mutex_lock(&a->lock);
     a->last_resync_bytes = (ds - start) * ARR_SECTOR;
