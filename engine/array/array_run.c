@@ -25,16 +25,12 @@ static void close_members(struct clr_array *a)
     a->sb_buf = a->bm_buf = NULL;
 }
 
-int clr_array_run(struct clr_array *a, struct clr_err *e)
+/* run: buffers, and every live member opened for I/O (the array's
+ * logical block is the largest of theirs) */
+static int open_members(struct clr_array *a, struct clr_err *e)
 {
-    struct clr_io_ctx_opts o = { .queue_depth = 512 };
     int rc;
 
-    if (!a->stopped)
-        return clr_err_set(e, -EALREADY, "'%s' is already running", a->name);
-    rc = clr_io_ctx_create(&o, &a->ctx);
-    if (rc)
-        return clr_err_set(e, rc, "cannot set up io_uring: %s", strerror(-rc));
     clr_arr_pool_init(a);
     if (clr_io_alloc((void **)&a->sb_buf, (size_t)ARR_MAX_MEMBERS * CLR_MD_SB_AREA_BYTES) ||
         clr_io_alloc((void **)&a->bm_buf, a->bm_write_bytes)) {
@@ -62,6 +58,52 @@ int clr_array_run(struct clr_array *a, struct clr_err *e)
         if (info.logical_block > a->lbs)
             a->lbs = info.logical_block;
     }
+    return 0;
+}
+
+/* run, cluster: several nodes share the superblocks (no clean/active
+ * flip); our slot's bits (and those of free slots) carry the crash state */
+static int join_cluster(struct clr_array *a, struct clr_err *e)
+{
+    bool alone;
+    int rc = clr_arr_cl_start(a, e);
+
+    if (rc)
+        return rc;
+    alone = arr_cl_alone(a);
+    arr_mutex_lock(&a->lock);
+    a->resync_pending |= clr_bmc_dirty_chunks(&a->bmc) > 0;
+    /* the only node: a spare takes a vacant role (else its owner does) */
+    for (uint32_t r = 0; r < a->g.raid_disks && alone; r++)
+        if (!a->role_mem[r])
+            clr_arr_take_spare_locked(a, (int)r);
+    clr_arr_recompute_locked(a);
+    arr_mutex_unlock(&a->lock);
+    clr_arr_bm_set_degraded(a);
+    return 0;
+}
+
+/* run, single node: marked active before any write can happen */
+static int mark_active(struct clr_array *a, struct clr_err *e)
+{
+    int rc = clr_arr_sb_update(a, 0, false);
+
+    return rc ? clr_err_set(e, rc, "cannot write the superblocks: %s", strerror(-rc)) : 0;
+}
+
+int clr_array_run(struct clr_array *a, struct clr_err *e)
+{
+    struct clr_io_ctx_opts o = { .queue_depth = 512 };
+    int rc;
+
+    if (!a->stopped)
+        return clr_err_set(e, -EALREADY, "'%s' is already running", a->name);
+    rc = clr_io_ctx_create(&o, &a->ctx);
+    if (rc)
+        return clr_err_set(e, rc, "cannot set up io_uring: %s", strerror(-rc));
+    rc = open_members(a, e);
+    if (rc)
+        return rc;
     arr_mutex_lock(&a->lock);
     a->stopped = false;
     a->stopping = false;
@@ -78,32 +120,9 @@ int clr_array_run(struct clr_array *a, struct clr_err *e)
     a->state_gen++;
     arr_mutex_unlock(&a->lock);
     clr_arr_bm_set_degraded(a);
-    if (a->cluster) {
-        /* Several nodes share the superblocks: no clean/active flip; our
-         * slot's bits (and those of free slots) carry the crash state. */
-        bool alone;
-
-        rc = clr_arr_cl_start(a, e);
-        if (rc)
-            goto fail;
-        alone = arr_cl_alone(a);
-        arr_mutex_lock(&a->lock);
-        a->resync_pending |= clr_bmc_dirty_chunks(&a->bmc) > 0;
-        /* the only node: a spare takes a vacant role (else its owner does) */
-        for (uint32_t r = 0; r < a->g.raid_disks && alone; r++)
-            if (!a->role_mem[r])
-                clr_arr_take_spare_locked(a, (int)r);
-        clr_arr_recompute_locked(a);
-        arr_mutex_unlock(&a->lock);
-        clr_arr_bm_set_degraded(a);
-    } else {
-        /* Mark active before any write can happen. */
-        rc = clr_arr_sb_update(a, 0, false);
-        if (rc) {
-            clr_err_set(e, rc, "cannot write the superblocks: %s", strerror(-rc));
-            goto fail;
-        }
-    }
+    rc = a->cluster ? join_cluster(a, e) : mark_active(a, e);
+    if (rc)
+        goto fail;
     if (pthread_create(&a->bm_thread, NULL, clr_arr_bm_daemon, a) != 0) {
         rc = clr_err_set(e, -EAGAIN, "cannot start the bitmap thread");
         goto fail;

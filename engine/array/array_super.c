@@ -206,110 +206,145 @@ static void fill_member_sb(const struct clr_array *a, const struct arr_member *m
     sb->resync_offset = clean ? CLR_MD_MAX_SECTOR : 0;
 }
 
+/* One round (meta_lock held): bump events, rebuild the role table from
+ * the member states, encode every live member's superblock into sb_buf.
+ * @return how many, in @tgt; *snap: the state generation they carry. */
+static unsigned sb_encode_round(struct clr_array *a, bool clean, struct arr_member **tgt, uint64_t *snap)
+{
+    unsigned n = 0;
+
+    arr_mutex_lock(&a->lock);
+    *snap = a->state_gen;
+    a->sb.events++;
+    a->sb.utime = (uint64_t)time(NULL);
+    for (uint32_t i = 0; i < a->sb.max_dev; i++)
+        a->sb.dev_roles[i] = CLR_MD_ROLE_SPARE;
+    for (unsigned i = 0; i < a->nmem; i++) {
+        struct arr_member *m = a->mem[i];
+
+        if (m->dev_number >= a->sb.max_dev)
+            continue;
+        if (m->state == ARR_M_FAULTY)
+            a->sb.dev_roles[m->dev_number] = CLR_MD_ROLE_FAULTY;
+        else if (arr_writable(m->state) && m->role >= 0)
+            a->sb.dev_roles[m->dev_number] = (uint16_t)m->role;
+    }
+    for (unsigned i = 0; i < a->nmem; i++) {
+        struct arr_member *m = a->mem[i];
+        struct clr_md_sb sb;
+
+        if (m->state == ARR_M_FAULTY || m->state == ARR_M_REMOVED || !m->io)
+            continue;
+        fill_member_sb(a, m, clean, &sb);
+        m->sb.events = sb.events;
+        clr_md_sb_encode(&sb, a->sb_buf + (size_t)n * CLR_MD_SB_AREA_BYTES, CLR_MD_SB_AREA_BYTES);
+        tgt[n++] = m;
+    }
+    arr_mutex_unlock(&a->lock);
+    return n;
+}
+
+/* Writes the round FUA to every target.  A member whose write failed is
+ * marked faulty (*again: the round is repeated without it); if that is
+ * the last copy the array freezes and the error is returned. */
+static int sb_write_round(struct clr_array *a, struct arr_member **tgt, unsigned n, bool *again)
+{
+    struct arr_leg legs[ARR_MAX_MEMBERS];
+    struct clr_io_wg wg;
+    int rc = 0;
+
+    *again = false;
+    clr_io_wg_init(&wg);
+    for (unsigned i = 0; i < n; i++) {
+        legs[i] = (struct arr_leg){ .wg = &wg, .m = tgt[i] };
+        clr_io_wg_add(&wg, 1);
+        int s = clr_io_write(tgt[i]->io, a->sb_buf + (size_t)i * CLR_MD_SB_AREA_BYTES, CLR_MD_SB_AREA_BYTES,
+                             CLR_MD_V12_SB_SECTOR * ARR_SECTOR, CLR_IO_FUA, clr_arr_leg_done, &legs[i]);
+        if (s < 0)
+            clr_arr_leg_done(&legs[i], s);
+    }
+    clr_io_wg_wait(&wg);
+    arr_mutex_lock(&a->lock);
+    for (unsigned i = 0; i < n; i++) {
+        if (legs[i].res >= 0)
+            continue;
+        if (clr_arr_mark_faulty_locked(a, tgt[i])) {
+            clr_arr_log(a, LOG_ERR, "%s: superblock write failed (%s): member marked faulty", tgt[i]->path,
+                        strerror(-legs[i].res));
+            *again = true;
+        } else {
+            a->frozen = true;
+            rc = legs[i].res;
+        }
+    }
+    arr_mutex_unlock(&a->lock);
+    return rc;
+}
+
+/* Cluster: an update outside our `metadata` takes it first (before
+ * meta_lock: a holder of it may need meta_lock) and reloads the
+ * superblock (events only grow).  *taken: we took it; 1: nothing to do
+ * (@gen is announced already). */
+static int sb_meta_begin(struct clr_array *a, uint64_t gen, bool *taken)
+{
+    bool done;
+    int rc;
+
+    *taken = false;
+    if (!a->cl || arr_cl_meta_held(a))
+        return 0;
+    arr_mutex_lock(&a->meta_lock);
+    done = gen && a->sb_announced_gen >= gen;
+    arr_mutex_unlock(&a->meta_lock);
+    if (done)
+        return 1;
+    rc = arr_cl_meta_begin(a);
+    if (rc) {
+        clr_arr_log(a, LOG_ERR, "cluster: cannot take the metadata lock: %s", strerror(-rc));
+        return rc;
+    }
+    *taken = true;
+    return 0;
+}
+
 /* Brings every live superblock to at least state generation @gen (0: any
  * new update): bump events, write all non-faulty members FUA. A member
  * whose write fails is failed and the update repeated without it. */
 int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean)
 {
     struct arr_member *tgt[ARR_MAX_MEMBERS];
-    struct arr_leg legs[ARR_MAX_MEMBERS];
-    unsigned n;
-    int rc = 0;
-
-    bool cl_meta = false, wrote = false;
+    bool cl_meta, wrote = false;
+    int rc;
 
     if (a->crashed)
         return 0;
-    if (a->cl && !arr_cl_meta_held(a)) {
-        /* cluster: under `metadata` (taken before meta_lock: a holder of
-         * it may need meta_lock), reloaded from disk (events only grow) */
-        arr_mutex_lock(&a->meta_lock);
-        bool done = gen && a->sb_announced_gen >= gen;
-        arr_mutex_unlock(&a->meta_lock);
-        if (done)
-            return 0;
-        rc = arr_cl_meta_begin(a);
-        if (rc) {
-            clr_arr_log(a, LOG_ERR, "cluster: cannot take the metadata lock: %s", strerror(-rc));
-            return rc;
-        }
-        cl_meta = true;
-    }
+    rc = sb_meta_begin(a, gen, &cl_meta);
+    if (rc)
+        return rc > 0 ? 0 : rc;
     arr_mutex_lock(&a->meta_lock);
     /* announced, not only written: a failure another thread wrote may
      * still be on its way to the other nodes (wait for that) */
-    if (gen && a->sb_announced_gen >= gen)
-        goto out;
-    if (a->cluster)
-        clean = a->sb.resync_offset == CLR_MD_MAX_SECTOR;  /* the bitmaps carry crash state */
-    for (int tries = 0; tries < 8; tries++) {
-        struct clr_io_wg wg;
-        uint64_t snap;
-        bool again = false;
+    if (!gen || a->sb_announced_gen < gen) {
+        if (a->cluster)
+            clean = a->sb.resync_offset == CLR_MD_MAX_SECTOR;  /* the bitmaps carry crash state */
+        for (int tries = 0; tries < 8; tries++) {
+            uint64_t snap;
+            unsigned n = sb_encode_round(a, clean, tgt, &snap);
+            bool again;
 
-        arr_mutex_lock(&a->lock);
-        snap = a->state_gen;
-        a->sb.events++;
-        a->sb.utime = (uint64_t)time(NULL);
-        for (uint32_t i = 0; i < a->sb.max_dev; i++)
-            a->sb.dev_roles[i] = CLR_MD_ROLE_SPARE;
-        n = 0;
-        for (unsigned i = 0; i < a->nmem; i++) {
-            struct arr_member *m = a->mem[i];
+            int r = sb_write_round(a, tgt, n, &again);
 
-            if (m->dev_number < a->sb.max_dev) {
-                if (m->state == ARR_M_FAULTY)
-                    a->sb.dev_roles[m->dev_number] = CLR_MD_ROLE_FAULTY;
-                else if ((m->state == ARR_M_IN_SYNC || m->state == ARR_M_REBUILDING) && m->role >= 0)
-                    a->sb.dev_roles[m->dev_number] = (uint16_t)m->role;
-            }
+            if (r)
+                rc = r;     /* frozen: kept through later rounds */
+            a->sb_done_gen = snap;
+            if (!a->cl && rc == 0 && snap > a->sb_announced_gen)
+                a->sb_announced_gen = snap;     /* cluster: once METADATA_UPDATED is delivered */
+            if (!again)
+                break;
+            clr_arr_bm_set_degraded(a);
         }
-        for (unsigned i = 0; i < a->nmem; i++) {
-            struct arr_member *m = a->mem[i];
-            struct clr_md_sb sb;
-
-            if (m->state == ARR_M_FAULTY || m->state == ARR_M_REMOVED || !m->io)
-                continue;
-            fill_member_sb(a, m, clean, &sb);
-            m->sb.events = sb.events;
-            clr_md_sb_encode(&sb, a->sb_buf + (size_t)n * CLR_MD_SB_AREA_BYTES, CLR_MD_SB_AREA_BYTES);
-            tgt[n++] = m;
-        }
-        arr_mutex_unlock(&a->lock);
-        clr_io_wg_init(&wg);
-        for (unsigned i = 0; i < n; i++) {
-            legs[i] = (struct arr_leg){ .wg = &wg, .m = tgt[i] };
-            clr_io_wg_add(&wg, 1);
-            int s = clr_io_write(tgt[i]->io, a->sb_buf + (size_t)i * CLR_MD_SB_AREA_BYTES,
-                                 CLR_MD_SB_AREA_BYTES, CLR_MD_V12_SB_SECTOR * ARR_SECTOR,
-                                 CLR_IO_FUA, clr_arr_leg_done, &legs[i]);
-            if (s < 0)
-                clr_arr_leg_done(&legs[i], s);
-        }
-        clr_io_wg_wait(&wg);
-        arr_mutex_lock(&a->lock);
-        for (unsigned i = 0; i < n; i++) {
-            if (legs[i].res < 0) {
-                if (clr_arr_mark_faulty_locked(a, tgt[i])) {
-                    clr_arr_log(a, LOG_ERR, "%s: superblock write failed (%s): member marked faulty",
-                                tgt[i]->path, strerror(-legs[i].res));
-                    again = true;
-                } else {
-                    a->frozen = true;
-                    rc = legs[i].res;
-                }
-            }
-        }
-        arr_mutex_unlock(&a->lock);
-        a->sb_done_gen = snap;
-        if (!a->cl && rc == 0 && snap > a->sb_announced_gen)
-            a->sb_announced_gen = snap;     /* cluster: once METADATA_UPDATED is delivered */
-        if (!again)
-            break;
-        clr_arr_bm_set_degraded(a);
+        wrote = true;
     }
-    wrote = true;
-out:
     arr_mutex_unlock(&a->meta_lock);
     if (cl_meta) {
         int mrc = arr_cl_meta_end(a, wrote);
