@@ -308,13 +308,10 @@ int clr_md_sb_check_geometry(const struct clr_md_sb *sb, struct clr_err *e)
     return 0;
 }
 
-int clr_md_sb_decode(const uint8_t *buf, size_t len, uint64_t dev_sectors,
-                     struct clr_md_sb *sb, struct clr_err *e)
+/* The fixed fields: magic, version, max_dev and the checksum first. */
+static int decode_header(const uint8_t *buf, size_t len, struct clr_md_sb *sb, struct clr_err *e)
 {
     uint32_t csum;
-    uint64_t sb_end, bm_start;
-    uint32_t role_count[256];
-    int rc;
 
     memset(sb, 0, sizeof *sb);
     if (len < CLR_MD_SB_FIXED_BYTES)
@@ -341,7 +338,12 @@ int clr_md_sb_decode(const uint8_t *buf, size_t len, uint64_t dev_sectors,
     if (csum != sb->sb_csum)
         return clr_err_set(e, -EBADMSG, "superblock checksum 0x%08x, expected 0x%08x",
                            sb->sb_csum, csum);
+    return 0;
+}
 
+/* Every field, as stored (little-endian). */
+static void decode_fields(const uint8_t *buf, struct clr_md_sb *sb)
+{
     sb->feature_map = clr_get_le32(buf + OFF_FEATURE);
     sb->pad0 = clr_get_le32(buf + OFF_PAD0);
     memcpy(sb->set_uuid, buf + OFF_SET_UUID, 16);
@@ -377,6 +379,12 @@ int clr_md_sb_decode(const uint8_t *buf, size_t len, uint64_t dev_sectors,
     memcpy(sb->pad3, buf + OFF_PAD3, 32);
     for (uint32_t i = 0; i < sb->max_dev; i++)
         sb->dev_roles[i] = clr_get_le16(buf + OFF_DEV_ROLES + 2 * i);
+}
+
+/* Features we run, and the data area inside the device. */
+static int check_areas(const struct clr_md_sb *sb, uint64_t dev_sectors, struct clr_err *e)
+{
+    uint64_t sb_end;
 
     if (sb->pad0 != 0 || !all_zero(sb->pad3, sizeof sb->pad3))
         return clr_err_set(e, -EINVAL, "reserved superblock padding is not zero");
@@ -415,9 +423,13 @@ int clr_md_sb_decode(const uint8_t *buf, size_t len, uint64_t dev_sectors,
                            sb->max_dev < 256 ? sb->max_dev : 256);
     if (sb->dev_number >= sb->max_dev)
         return clr_err_set(e, -ERANGE, "dev_number %u not below max_dev %u", sb->dev_number, sb->max_dev);
-    rc = clr_md_sb_check_geometry(sb, e);
-    if (rc)
-        return rc;
+    return 0;
+}
+
+/* Each active role is held by at most two devices (one being replaced). */
+static int check_roles(const struct clr_md_sb *sb, struct clr_err *e)
+{
+    uint32_t role_count[256];
 
     memset(role_count, 0, sizeof role_count);
     for (uint32_t i = 0; i < sb->max_dev; i++) {
@@ -431,6 +443,13 @@ int clr_md_sb_decode(const uint8_t *buf, size_t len, uint64_t dev_sectors,
         if (++role_count[r] > 2)
             return clr_err_set(e, -ERANGE, "role %u is claimed by more than two devices", r);
     }
+    return 0;
+}
+
+/* The bitmap and the bad-block log inside the metadata area. */
+static int check_metadata_area(const struct clr_md_sb *sb, struct clr_err *e)
+{
+    uint64_t sb_end = sb->super_offset + (clr_md_sb_bytes(sb->max_dev) + 511) / 512, bm_start;
 
     if (sb->feature_map & CLR_MD_FEAT_BITMAP_OFFSET) {
         if (sb->bitmap_offset <= 0)
@@ -447,6 +466,24 @@ int clr_md_sb_decode(const uint8_t *buf, size_t len, uint64_t dev_sectors,
                                sb->bblog_offset, sb->bblog_size);
     }
     return 0;
+}
+
+int clr_md_sb_decode(const uint8_t *buf, size_t len, uint64_t dev_sectors,
+                     struct clr_md_sb *sb, struct clr_err *e)
+{
+    int rc = decode_header(buf, len, sb, e);
+
+    if (rc)
+        return rc;
+    decode_fields(buf, sb);
+    rc = check_areas(sb, dev_sectors, e);
+    if (rc == 0)
+        rc = clr_md_sb_check_geometry(sb, e);
+    if (rc == 0)
+        rc = check_roles(sb, e);
+    if (rc == 0)
+        rc = check_metadata_area(sb, e);
+    return rc;
 }
 
 void clr_uuid_format_mdadm(const uint8_t u[16], char out[36])
