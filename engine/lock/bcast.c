@@ -252,7 +252,10 @@ static void *recv_thread(void *arg)
 		pthread_mutex_lock(&b->mu);
 		bool msg, tok;
 
-		while (!b->pending && !(b->token_wanted && !tok_busy) && !b->stop)
+		/* A wanted token we could not give (tok_busy) must not put us
+		 * to sleep untimed: our sender may have checked token_wanted
+		 * before the BAST came, and the BAST is not sent again. */
+		while (!b->pending && !b->token_wanted && !b->stop)
 			pthread_cond_wait(&b->cond, &b->mu);
 		if (tok_busy && !b->pending && !b->stop) {
 			/* retry the token soon, messages first meanwhile */

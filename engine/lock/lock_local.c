@@ -223,6 +223,15 @@ static int local_confirm_dead(struct clr_ls *ls, uint64_t member)
 	return 0;
 }
 
+/* Still a member?  A request of a killed (or lost) member may have read
+ * ls->be before the kill and reach the table after its locks were removed
+ * and its own ones failed (grmode IV): as a new request it would leave a
+ * lock of a dead owner that nothing ever removes. */
+static bool attached_locked(struct local_table *t, struct clr_ls *ls)
+{
+	return t->members[ls->our_slot - 1] == ls;
+}
+
 static int local_request(struct clr_ls *ls, struct clr_lock *lk, int mode,
 			 unsigned flags)
 {
@@ -231,6 +240,10 @@ static int local_request(struct clr_ls *ls, struct clr_lock *lk, int mode,
 	if (!t)
 		return -ENOLCK;
 	pthread_mutex_lock(&t->mu);
+	if (!attached_locked(t, ls)) {
+		pthread_mutex_unlock(&t->mu);
+		return -ENOLCK;
+	}
 	if (lk->grmode == CLR_LOCK_IV)
 		clr_lt_request(t->lt, ls->member_id, lk->lkid, lk->name, lk->namelen,
 			       mode, flags, local_emit, t);
@@ -248,6 +261,10 @@ static int local_unlock(struct clr_ls *ls, struct clr_lock *lk, unsigned flags)
 	if (!t)
 		return -ENOLCK;
 	pthread_mutex_lock(&t->mu);
+	if (!attached_locked(t, ls)) {
+		pthread_mutex_unlock(&t->mu);
+		return -ENOLCK;
+	}
 	clr_lt_unlock(t->lt, ls->member_id, lk->lkid, flags, lk->lvb, local_emit, t);
 	pthread_mutex_unlock(&t->mu);
 	return 0;
@@ -261,6 +278,10 @@ static int local_cancel(struct clr_ls *ls, struct clr_lock *lk)
 	if (!t)
 		return -ENOLCK;
 	pthread_mutex_lock(&t->mu);
+	if (!attached_locked(t, ls)) {
+		pthread_mutex_unlock(&t->mu);
+		return -ENOLCK;
+	}
 	rc = clr_lt_cancel(t->lt, ls->member_id, lk->lkid, local_emit, t);
 	pthread_mutex_unlock(&t->mu);
 	return rc == -EBUSY ? 0 : rc;

@@ -277,6 +277,29 @@ static void test_member_failure(void **state)
 	clr_ls_close(c);
 }
 
+/* A killed member's thread that read ls->be before the kill and reaches
+ * the table after it (its locks removed, its own ones failed to IV): its
+ * request is refused, and leaves no lock of a dead owner behind. */
+static void test_killed_member_late_request(void **state)
+{
+	struct clr_ls *a = open_member("t6", NULL), *b = open_member("t6", NULL);
+	struct clr_lock *ka = clr_lock_create(a, "ack", NULL, NULL, NULL);
+	struct clr_lock *kb = clr_lock_create(b, "ack", NULL, NULL, NULL);
+	void *be = a->be;
+
+	(void)state;
+	assert_int_equal(clr_lock_sync(ka, CLR_LOCK_CR, 0, 1000), 0);
+	assert_int_equal(clr_lock_local_kill(a), 0);
+	assert_int_equal(clr_lock_mode(ka), CLR_LOCK_IV);
+	/* the late request, with ls->be as that thread read it */
+	a->be = be;
+	assert_int_equal(clr_lock_request(ka, CLR_LOCK_CR, 0), -ENOLCK);
+	a->be = NULL;
+	assert_int_equal(clr_lock_sync(kb, CLR_LOCK_EX, 0, 1000), 0);
+	clr_ls_close(a);
+	clr_ls_close(b);
+}
+
 static void test_clean_close_releases(void **state)
 {
 	struct clr_ls *a = open_member("t5", NULL), *b = open_member("t5", NULL);
@@ -310,6 +333,7 @@ int main(void)
 		cmocka_unit_test(test_async_fd_ast_bast),
 		cmocka_unit_test(test_sync_timeout_cancels),
 		cmocka_unit_test(test_member_failure),
+		cmocka_unit_test(test_killed_member_late_request),
 		cmocka_unit_test(test_clean_close_releases),
 	};
 
