@@ -249,8 +249,7 @@ static int start_check_not_running(const struct start_req *r)
     return START_OK;
 }
 
-/* Assembles and frees at once: the same checks the plugin makes, but with
- * the refusal printed here, before anything runs. */
+/* The assembly's warnings (a member --skip-stale leaves out) on stderr. */
 static void precheck_log(void *opaque, int prio, const char *msg)
 {
     (void)opaque;
@@ -275,9 +274,11 @@ static int precheck_class(int rc)
     }
 }
 
-/* Step 5: clr_array_assemble() reads every member, writes nothing and
- * runs the cluster shape check (engine/array/array_cluster.c); the array
- * is freed without running, or kept in *@keep for the --dry-run summary. */
+/* Step 5: assembles and frees at once: the same checks the plugin makes,
+ * but with the refusal printed here, before anything runs.
+ * clr_array_assemble() reads every member, writes nothing and runs the
+ * cluster shape check (engine/array/array_cluster.c); the array is freed
+ * without running, or kept in *@keep for the --dry-run summary. */
 static int start_precheck(const struct start_req *r, struct clr_array **keep)
 {
     struct clr_array_config cfg = {
