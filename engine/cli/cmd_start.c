@@ -1,6 +1,8 @@
 /* clraid start: assemble (refusing stale, foreign or missing members with
  * one line), then run nbdkit + the clraid plugin in the background and
- * return once the engine answers on its control socket. */
+ * return once the engine answers on its control socket.  --dry-run makes
+ * the same checks, then says what it would start: it writes nothing and
+ * starts nothing (ocf/clraid validates its parameters with it). */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -19,16 +21,39 @@
 #include "array/array.h"
 #include "cli/cli.h"
 #include "ctl/ctl_client.h"
+#include "format/md_sb.h"
 
 #ifndef CLR_NBDKIT_PLUGIN_PATH
 #define CLR_NBDKIT_PLUGIN_PATH "/usr/local/lib/nbdkit/plugins/nbdkit-clraid-plugin.so"
 #endif
 #define START_TIMEOUT_S 60
 
+/* Why a step refused.  'clraid start' exits 1 whatever the reason;
+ * --dry-run exits with the reason, so that a caller (ocf/clraid) can tell
+ * a configuration that never starts from a node that cannot start it. */
+enum {
+    START_HELP = -1,    /* --help was printed: exit 0 */
+    START_OK = 0,
+    START_REFUSED = 1,  /* not now: already running, stale or busy members, too few in sync */
+    START_CONFIG = 2,   /* the arguments, or an array this lock cannot run */
+    START_HOST = 3,     /* this node: a member, the run directory, nbdkit or the plugin */
+};
+
+/* One 'clraid start' request, from its arguments to its run files. */
+struct start_req {
+    const char *name, *dir, *lock, *plugin, *nbdkit;
+    bool buffered, skip_stale, all_dirty, dry_run;
+    char **paths;       /* the member arguments, as given */
+    char **devs;        /* the same, resolved (realpath) */
+    unsigned n;
+    char *dirabs;
+    char sock[PATH_MAX], ctl[PATH_MAX], pidf[PATH_MAX], log[PATH_MAX];
+};
+
 static void start_usage(FILE *f)
 {
     fprintf(f, "usage: clraid start NAME DEV... [--run-dir DIR] [--lock local|cpg|dlm] [--buffered]\n"
-               "                    [--skip-stale] [--bitmap=normal|all-dirty]\n"
+               "                    [--skip-stale] [--bitmap=normal|all-dirty] [--dry-run]\n"
                "  Assembles array NAME from its members and serves it over NBD at\n"
                "  RUN_DIR/NAME.sock (default run dir " CLR_RUN_DIR_DEFAULT ").\n"
                "  --lock local (default) runs it on this node alone (bitmap slot 0);\n"
@@ -42,11 +67,110 @@ static void start_usage(FILE *f)
                "  --bitmap=all-dirty holds every bitmap chunk dirty while running: no\n"
                "  bitmap writes on the write path, a full resync after a crash (md\n"
                "  without a bitmap); used to measure what the bitmap costs.\n"
+               "  --dry-run makes every check start makes (arguments, members, the\n"
+               "  array's shape for this lock, the run directory, nbdkit, the plugin)\n"
+               "  without writing or starting anything, and prints 'would start ...'.\n"
+               "  It does not join the lockspace (a DLM or corosync that is down\n"
+               "  still fails the start).  On a refusal it prints the line start\n"
+               "  would print and exits 1 (not now: already running, stale or busy\n"
+               "  members, too few in sync), 2 (the arguments, or an array this lock\n"
+               "  cannot run) or 3 (this node: a member, the run directory, nbdkit or\n"
+               "  the plugin is missing or unusable here).\n"
                "  CLRAID_NBDKIT_PLUGIN overrides the plugin path (" CLR_NBDKIT_PLUGIN_PATH ").\n");
 }
 
-/* Creates @dir (parents 0755, itself 0700) if missing. */
-static int make_run_dir(const char *dir)
+/* The options into @r; the name and the member arguments are left at
+ * argv[optind...].  After a bad option the others are still read, for
+ * --dry-run only (getopt's messages off), so that its exit code holds
+ * wherever --dry-run stands. */
+static int start_parse_options(int argc, char **argv, struct start_req *r)
+{
+    static const struct option opts[] = {
+        { "run-dir", required_argument, NULL, 'r' },
+        { "lock", required_argument, NULL, 'l' },
+        { "buffered", no_argument, NULL, 'b' },
+        { "skip-stale", no_argument, NULL, 's' },
+        { "bitmap", required_argument, NULL, 'B' },
+        { "dry-run", no_argument, NULL, 'n' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    bool bad = false;
+    int c;
+
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (bad) {
+            r->dry_run |= c == 'n';
+            continue;
+        }
+        switch (c) {
+        case 'r': r->dir = optarg; break;
+        case 'l': r->lock = optarg; break;
+        case 'b': r->buffered = true; break;
+        case 's': r->skip_stale = true; break;
+        case 'n': r->dry_run = true; break;
+        case 'B':
+            if (strcmp(optarg, "all-dirty") == 0) {
+                r->all_dirty = true;
+            } else if (strcmp(optarg, "normal") != 0) {
+                clr_cli_error("start", "--bitmap=%s: use normal or all-dirty", optarg);
+                bad = true;
+            }
+            break;
+        case 'h': start_usage(stdout); return START_HELP;
+        default:
+            clr_cli_error("start", "bad option (run 'clraid start --help')");
+            bad = true;
+            break;
+        }
+        if (bad)
+            opterr = 0;
+    }
+    return bad ? START_CONFIG : START_OK;
+}
+
+/* Step 1: the arguments. */
+static int start_parse(int argc, char **argv, struct start_req *r)
+{
+    int why = start_parse_options(argc, argv, r);
+
+    if (why)
+        return why;
+    if (argc - optind < 2) {
+        clr_cli_error("start", "give the array name and its member devices: clraid start NAME DEV...");
+        return START_CONFIG;
+    }
+    r->name = argv[optind++];
+    if (clr_name_check("start", r->name) != 0)
+        return START_CONFIG;
+    if (strcmp(r->lock, "local") != 0 && strcmp(r->lock, "cpg") != 0 && strcmp(r->lock, "dlm") != 0) {
+        clr_cli_error("start", "--lock %s: use local (one node), cpg or dlm (cluster)", r->lock);
+        return START_CONFIG;
+    }
+    r->paths = argv + optind;
+    r->n = (unsigned)(argc - optind);
+    return START_OK;
+}
+
+/* Step 2: every member path resolves. */
+static int start_resolve_devices(struct start_req *r)
+{
+    r->devs = calloc(r->n, sizeof *r->devs);
+    if (!r->devs)
+        return START_REFUSED;
+    for (unsigned i = 0; i < r->n; i++) {
+        r->devs[i] = realpath(r->paths[i], NULL);
+        if (!r->devs[i]) {
+            clr_cli_error("start", "%s: %s (check the device path)", r->paths[i], strerror(errno));
+            return START_HOST;
+        }
+    }
+    return START_OK;
+}
+
+/* Creates @dir (parents 0755, itself 0700) if missing; without @create
+ * only checks what it can without creating anything (--dry-run). */
+static int make_run_dir(const char *dir, bool create)
 {
     char tmp[PATH_MAX];
     struct stat st;
@@ -54,14 +178,16 @@ static int make_run_dir(const char *dir)
     if (stat(dir, &st) == 0) {
         if (!S_ISDIR(st.st_mode)) {
             clr_cli_error("start", "%s: not a directory (give another --run-dir)", dir);
-            return -1;
+            return START_HOST;
         }
-        return 0;
+        return START_OK;
     }
     if (strlen(dir) >= sizeof tmp) {
         clr_cli_error("start", "%s: run directory path too long", dir);
-        return -1;
+        return START_CONFIG;
     }
+    if (!create)
+        return START_OK;
     strcpy(tmp, dir);
     for (char *p = tmp + 1; *p; p++)
         if (*p == '/') {
@@ -72,10 +198,203 @@ static int make_run_dir(const char *dir)
         }
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         goto fail;
-    return 0;
+    return START_OK;
 fail:
     clr_cli_error("start", "cannot create the run directory %s: %s", dir, strerror(errno));
-    return -1;
+    return START_HOST;
+}
+
+/* Step 3: the run directory (created, unless --dry-run) and the paths of
+ * NAME.sock, .ctl, .pid and .log in it. */
+static int start_resolve_run_files(struct start_req *r)
+{
+    int why = make_run_dir(r->dir, !r->dry_run);
+
+    if (why)
+        return why;
+    r->dirabs = realpath(r->dir, NULL);
+    /* --dry-run: start would create it; the paths are checked as given. */
+    if (!r->dirabs && errno == ENOENT && r->dry_run)
+        r->dirabs = strdup(r->dir);
+    if (!r->dirabs) {
+        clr_cli_error("start", "%s: %s", r->dir, strerror(errno));
+        return START_HOST;
+    }
+    r->dir = r->dirabs;
+    if (clr_run_path("start", r->sock, sizeof r->sock, r->dir, r->name, ".sock") ||
+        clr_run_path("start", r->ctl, sizeof r->ctl, r->dir, r->name, ".ctl") ||
+        clr_run_path("start", r->pidf, sizeof r->pidf, r->dir, r->name, ".pid") ||
+        clr_run_path("start", r->log, sizeof r->log, r->dir, r->name, ".log"))
+        return START_CONFIG;
+    return START_OK;
+}
+
+/* Step 4: no engine of this name runs; an engine that was killed left
+ * sockets and a pid file nobody serves any more (removed, unless
+ * --dry-run). */
+static int start_check_not_running(const struct start_req *r)
+{
+    pid_t pid = clr_run_pid(r->dir, r->name);
+
+    if (pid) {
+        clr_cli_error("start", "array '%s' is already running (pid %ld): stop it first with 'clraid stop %s'",
+                      r->name, (long)pid, r->name);
+        return START_REFUSED;
+    }
+    if (!r->dry_run) {
+        unlink(r->sock);
+        unlink(r->ctl);
+        unlink(r->pidf);
+    }
+    return START_OK;
+}
+
+/* The assembly's warnings (a member --skip-stale leaves out) on stderr. */
+static void precheck_log(void *opaque, int prio, const char *msg)
+{
+    (void)opaque;
+    if (prio <= 4)
+        fprintf(stderr, "clraid start: warning: %s\n", msg);
+}
+
+/* The reason class of an assembly refusal, from its errno (engine/array:
+ * the members, then the array's shape for the lock backend). */
+static int precheck_class(int rc)
+{
+    switch (rc) {
+    case -EOPNOTSUPP:   /* clustered RAID5/6, RAID10 far/offset clustered */
+        return START_CONFIG;
+    case -EBUSY:        /* a kernel md-cluster node runs the array */
+    case -ESTALE:       /* a stale member (without --skip-stale) */
+    case -ENODEV:       /* too few members in sync */
+    case -ENOMEM:
+        return START_REFUSED;
+    default:            /* a member missing, unreadable, foreign or corrupt here */
+        return START_HOST;
+    }
+}
+
+/* Step 5: assembles and frees at once: the same checks the plugin makes,
+ * but with the refusal printed here, before anything runs.
+ * clr_array_assemble() reads every member, writes nothing and runs the
+ * cluster shape check (engine/array/array_cluster.c); the array is freed
+ * without running, or kept in *@keep for the --dry-run summary. */
+static int start_precheck(const struct start_req *r, struct clr_array **keep)
+{
+    struct clr_array_config cfg = {
+        .name = r->name,
+        .devices = (const char *const *)r->devs,
+        .ndevices = r->n,
+        .lock = r->lock,
+        .flags = (r->buffered ? CLR_ARRAY_BUFFERED : 0) | (r->skip_stale ? CLR_ARRAY_SKIP_STALE : 0),
+        .log = precheck_log,
+    };
+    struct clr_array *a = NULL;
+    struct clr_err e = { "" };
+    int rc = clr_array_assemble(&cfg, &a, &e);
+
+    if (rc) {
+        clr_cli_error("start", "%s", e.msg[0] ? e.msg : strerror(-rc));
+        return precheck_class(rc);
+    }
+    if (keep)
+        *keep = a;
+    else
+        clr_array_free(a);
+    return START_OK;
+}
+
+/* True if execvp() would find @prog (a path, or a name in PATH). */
+static bool can_exec(const char *prog)
+{
+    const char *p = getenv("PATH");
+    char buf[PATH_MAX];
+
+    if (strchr(prog, '/'))
+        return access(prog, X_OK) == 0;
+    if (!p || !*p)
+        p = "/bin:/usr/bin";
+    for (;;) {
+        size_t n = strcspn(p, ":");
+        int len = snprintf(buf, sizeof buf, "%.*s/%s", (int)n, n ? p : ".", prog);
+
+        if (len > 0 && (size_t)len < sizeof buf && access(buf, X_OK) == 0)
+            return true;
+        if (!p[n])
+            return false;
+        p += n + 1;
+    }
+}
+
+/* Step 6: the engine's parts: the plugin, and (--dry-run, where start
+ * would only learn it from the engine's failure) the nbdkit command. */
+static int start_check_engine(struct start_req *r)
+{
+    r->plugin = getenv("CLRAID_NBDKIT_PLUGIN");
+    if (!r->plugin || !*r->plugin)
+        r->plugin = CLR_NBDKIT_PLUGIN_PATH;
+    if (access(r->plugin, R_OK) != 0) {
+        clr_cli_error("start", "nbdkit plugin %s: %s (install clraid or set CLRAID_NBDKIT_PLUGIN)",
+                      r->plugin, strerror(errno));
+        return START_HOST;
+    }
+    r->nbdkit = getenv("CLRAID_NBDKIT");
+    if (!r->nbdkit || !*r->nbdkit)
+        r->nbdkit = "nbdkit";
+    if (r->dry_run && !can_exec(r->nbdkit)) {
+        clr_cli_error("start", "cannot run %s: %s (install nbdkit or set CLRAID_NBDKIT)", r->nbdkit,
+                      strerror(strchr(r->nbdkit, '/') ? errno : ENOENT));
+        return START_HOST;
+    }
+    return START_OK;
+}
+
+/* The array's number of members (raid_disks) from @path's superblock,
+ * which the assembly has checked; 0 if it cannot be read again. */
+static unsigned raid_disks_of(const char *path)
+{
+    uint8_t buf[CLR_MD_SB_AREA_BYTES];
+    struct clr_md_sb sb;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int rc = fd < 0 ? -errno : clr_pread_full(fd, buf, sizeof buf, CLR_MD_V12_SB_SECTOR * 512);
+
+    if (fd >= 0)
+        close(fd);
+    if (rc || clr_md_sb_decode(buf, sizeof buf, 0, &sb, NULL) != 0)
+        return 0;
+    return sb.raid_disks;
+}
+
+/* --dry-run's answer: one line, what start would serve. */
+static int start_report_dry_run(const struct start_req *r, struct clr_array *a)
+{
+    json_object *st = clr_array_status_json(a), *devs = clr_json_path(st, "devices");
+    json_object *level = clr_json_path(st, "level"), *uuid = clr_json_path(st, "uuid");
+    size_t ndev = devs ? json_object_array_length(devs) : 0;
+    unsigned in_sync = 0, spares = 0, members = 0;
+    char spare_note[32] = "";
+
+    for (size_t i = 0; i < ndev; i++) {
+        json_object *d = json_object_array_get_idx(devs, i);
+        json_object *s = clr_json_path(d, "state"), *path = clr_json_path(d, "path");
+        const char *state = s ? json_object_get_string(s) : "";
+
+        if (strcmp(state, "in_sync") == 0) {
+            in_sync++;
+            if (!members && path)
+                members = raid_disks_of(json_object_get_string(path));
+        }
+        spares += strcmp(state, "spare") == 0;
+    }
+    if (spares)
+        snprintf(spare_note, sizeof spare_note, ", %u spare%s", spares, spares == 1 ? "" : "s");
+    printf("would start array '%s' (%s, UUID %s, %llu MiB, %u of %u members in sync%s%s, lock %s): "
+           "nbd+unix:///?socket=%s\n",
+           r->name, level ? json_object_get_string(level) : "?", uuid ? json_object_get_string(uuid) : "?",
+           (unsigned long long)(clr_array_size(a) >> 20), in_sync, members, in_sync < members ? ": degraded" : "",
+           spare_note, r->lock, r->sock);
+    json_object_put(st);
+    return START_OK;
 }
 
 static void copy_line(char *out, size_t size, const char *s)
@@ -118,38 +437,6 @@ static long long now_ms(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Assembles and frees at once: the same checks the plugin makes, but with
- * the refusal printed here, before anything runs. */
-static void precheck_log(void *opaque, int prio, const char *msg)
-{
-    (void)opaque;
-    if (prio <= 4)
-        fprintf(stderr, "clraid start: warning: %s\n", msg);
-}
-
-static int precheck(const char *name, char **devs, unsigned n, const char *lock, bool buffered,
-                    bool skip_stale)
-{
-    struct clr_array_config cfg = {
-        .name = name,
-        .devices = (const char *const *)devs,
-        .ndevices = n,
-        .lock = lock,
-        .flags = (buffered ? CLR_ARRAY_BUFFERED : 0) | (skip_stale ? CLR_ARRAY_SKIP_STALE : 0),
-        .log = precheck_log,
-    };
-    struct clr_array *a = NULL;
-    struct clr_err e = { "" };
-    int rc = clr_array_assemble(&cfg, &a, &e);
-
-    if (rc) {
-        clr_cli_error("start", "%s", e.msg[0] ? e.msg : strerror(-rc));
-        return -1;
-    }
-    clr_array_free(a);
-    return 0;
 }
 
 /* nbdkit in the foreground dies with its parent (PR_SET_PDEATHSIG), and in
@@ -197,177 +484,133 @@ static pid_t spawn(char **argv, const char *log)
     return mon;
 }
 
-int clr_cmd_start(int argc, char **argv)
-{
-    static const struct option opts[] = {
-        { "run-dir", required_argument, NULL, 'r' },
-        { "lock", required_argument, NULL, 'l' },
-        { "buffered", no_argument, NULL, 'b' },
-        { "skip-stale", no_argument, NULL, 's' },
-        { "bitmap", required_argument, NULL, 'B' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    const char *dir = CLR_RUN_DIR_DEFAULT, *lock = "local", *name, *plugin, *nbdkit;
-    char sock[PATH_MAX], ctl[PATH_MAX], pidf[PATH_MAX], log[PATH_MAX], msg[1024];
-    char **devs = NULL, **args = NULL, *dirabs = NULL;
-    bool buffered = false, skip_stale = false, all_dirty = false;
-    unsigned n, k = 0, kdev = 0;
-    int c, ret = 1;
-    pid_t pid;
-
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'r': dir = optarg; break;
-        case 'l': lock = optarg; break;
-        case 'b': buffered = true; break;
-        case 's': skip_stale = true; break;
-        case 'B':
-            if (strcmp(optarg, "all-dirty") == 0) {
-                all_dirty = true;
-            } else if (strcmp(optarg, "normal") != 0) {
-                clr_cli_error("start", "--bitmap=%s: use normal or all-dirty", optarg);
-                return 1;
-            }
-            break;
-        case 'h': start_usage(stdout); return 0;
-        default:
-            clr_cli_error("start", "bad option (run 'clraid start --help')");
-            return 1;
-        }
-    }
-    if (argc - optind < 2) {
-        clr_cli_error("start", "give the array name and its member devices: clraid start NAME DEV...");
-        return 1;
-    }
-    name = argv[optind++];
-    if (clr_name_check("start", name) != 0)
-        return 1;
-    if (strcmp(lock, "local") != 0 && strcmp(lock, "cpg") != 0 && strcmp(lock, "dlm") != 0) {
-        clr_cli_error("start", "--lock %s: use local (one node), cpg or dlm (cluster)", lock);
-        return 1;
-    }
-    n = (unsigned)(argc - optind);
-    devs = calloc(n, sizeof *devs);
-    if (!devs)
-        return 1;
-    for (unsigned i = 0; i < n; i++) {
-        devs[i] = realpath(argv[optind + i], NULL);
-        if (!devs[i]) {
-            clr_cli_error("start", "%s: %s (check the device path)", argv[optind + i], strerror(errno));
-            goto out;
-        }
-    }
-    if (make_run_dir(dir) != 0)
-        goto out;
-    dirabs = realpath(dir, NULL);
-    if (!dirabs) {
-        clr_cli_error("start", "%s: %s", dir, strerror(errno));
-        goto out;
-    }
-    dir = dirabs;
-    if (clr_run_path("start", sock, sizeof sock, dir, name, ".sock") ||
-        clr_run_path("start", ctl, sizeof ctl, dir, name, ".ctl") ||
-        clr_run_path("start", pidf, sizeof pidf, dir, name, ".pid") ||
-        clr_run_path("start", log, sizeof log, dir, name, ".log"))
-        goto out;
-    pid = clr_run_pid(dir, name);
-    if (pid) {
-        clr_cli_error("start", "array '%s' is already running (pid %ld): stop it first with 'clraid stop %s'",
-                      name, (long)pid, name);
-        goto out;
-    }
-    /* Left by an engine that was killed: nobody serves them any more. */
-    unlink(sock);
-    unlink(ctl);
-    unlink(pidf);
-
-    if (precheck(name, devs, n, lock, buffered, skip_stale) != 0)
-        goto out;
-
-    plugin = getenv("CLRAID_NBDKIT_PLUGIN");
-    if (!plugin || !*plugin)
-        plugin = CLR_NBDKIT_PLUGIN_PATH;
-    if (access(plugin, R_OK) != 0) {
-        clr_cli_error("start", "nbdkit plugin %s: %s (install clraid or set CLRAID_NBDKIT_PLUGIN)",
-                      plugin, strerror(errno));
-        goto out;
-    }
-    nbdkit = getenv("CLRAID_NBDKIT");
-    if (!nbdkit || !*nbdkit)
-        nbdkit = "nbdkit";
-
-    args = calloc(24 + n, sizeof *args);
-    if (!args)
-        goto out;
+/* nbdkit's command line: the plugin and its parameters, one device= per
+ * member; argv[kdev..k) are allocated here. */
+struct engine_cmd {
+    char **argv;
+    unsigned kdev, k;
     char namearg[128], dirarg[PATH_MAX + 16], lockarg[64];
-    snprintf(namearg, sizeof namearg, "name=%s", name);
-    snprintf(dirarg, sizeof dirarg, "run_dir=%s", dir);
-    snprintf(lockarg, sizeof lockarg, "lock=%s", lock);
-    args[k++] = (char *)nbdkit;
-    args[k++] = (char *)"--foreground";
-    args[k++] = (char *)"--log=stderr";
-    if (getenv("CLRAID_NBDKIT_VERBOSE"))
-        args[k++] = (char *)"--verbose";
-    args[k++] = (char *)"--unix";
-    args[k++] = sock;
-    args[k++] = (char *)"--pidfile";
-    args[k++] = pidf;
-    args[k++] = (char *)plugin;
-    args[k++] = namearg;
-    args[k++] = dirarg;
-    args[k++] = lockarg;
-    args[k++] = (char *)(buffered ? "buffered=true" : "buffered=false");
-    args[k++] = (char *)(skip_stale ? "skip_stale=true" : "skip_stale=false");
-    args[k++] = (char *)(all_dirty ? "bitmap=all-dirty" : "bitmap=normal");
-    kdev = k;
-    for (unsigned i = 0; i < n; i++) {
-        args[k] = malloc(strlen(devs[i]) + 8);
-        if (!args[k])
-            goto out;
-        sprintf(args[k++], "device=%s", devs[i]);
-    }
-    args[k] = NULL;
+};
 
-    pid = spawn(args, log);
-    if (pid < 0)
-        goto out;
+static int engine_cmd_build(const struct start_req *r, struct engine_cmd *c)
+{
+    c->argv = calloc(24 + r->n, sizeof *c->argv);
+    if (!c->argv)
+        return START_REFUSED;
+    snprintf(c->namearg, sizeof c->namearg, "name=%s", r->name);
+    snprintf(c->dirarg, sizeof c->dirarg, "run_dir=%s", r->dir);
+    snprintf(c->lockarg, sizeof c->lockarg, "lock=%s", r->lock);
+    c->argv[c->k++] = (char *)r->nbdkit;
+    c->argv[c->k++] = (char *)"--foreground";
+    c->argv[c->k++] = (char *)"--log=stderr";
+    if (getenv("CLRAID_NBDKIT_VERBOSE"))
+        c->argv[c->k++] = (char *)"--verbose";
+    c->argv[c->k++] = (char *)"--unix";
+    c->argv[c->k++] = (char *)r->sock;
+    c->argv[c->k++] = (char *)"--pidfile";
+    c->argv[c->k++] = (char *)r->pidf;
+    c->argv[c->k++] = (char *)r->plugin;
+    c->argv[c->k++] = c->namearg;
+    c->argv[c->k++] = c->dirarg;
+    c->argv[c->k++] = c->lockarg;
+    c->argv[c->k++] = (char *)(r->buffered ? "buffered=true" : "buffered=false");
+    c->argv[c->k++] = (char *)(r->skip_stale ? "skip_stale=true" : "skip_stale=false");
+    c->argv[c->k++] = (char *)(r->all_dirty ? "bitmap=all-dirty" : "bitmap=normal");
+    c->kdev = c->k;
+    for (unsigned i = 0; i < r->n; i++) {
+        c->argv[c->k] = malloc(strlen(r->devs[i]) + 8);
+        if (!c->argv[c->k])
+            return START_REFUSED;
+        sprintf(c->argv[c->k++], "device=%s", r->devs[i]);
+    }
+    c->argv[c->k] = NULL;
+    return START_OK;
+}
+
+static void engine_cmd_free(struct engine_cmd *c)
+{
+    if (c->argv)
+        for (unsigned i = c->kdev; c->kdev && i < c->k; i++)
+            free(c->argv[i]);
+    free(c->argv);
+}
+
+/* Waits until the engine (monitor @pid) answers on its control socket;
+ * stops it if it does not answer in time. */
+static int start_wait_engine(const struct start_req *r, pid_t pid)
+{
     long long deadline = now_ms() + START_TIMEOUT_S * 1000LL;
+    char msg[1024];
+
     for (;;) {
         struct clr_err e = { "" };
         json_object *st = NULL;
         int status;
 
         if (waitpid(pid, &status, WNOHANG) == pid) {
-            last_error_line(log, msg, sizeof msg);
-            clr_cli_error("start", "%s: the engine failed to start: %s (log: %s)", name, msg, log);
-            goto out;
+            last_error_line(r->log, msg, sizeof msg);
+            clr_cli_error("start", "%s: the engine failed to start: %s (log: %s)", r->name, msg, r->log);
+            return START_REFUSED;
         }
-        if (access(ctl, F_OK) == 0 && clr_ctl_call(ctl, "status", NULL, 2000, &st, &e) == 0) {
+        if (access(r->ctl, F_OK) == 0 && clr_ctl_call(r->ctl, "status", NULL, 2000, &st, &e) == 0) {
             json_object *state = clr_json_path(st, "state");
 
-            printf("started array '%s' (%s): nbd+unix:///?socket=%s (pid %ld)\n", name,
-                   state ? json_object_get_string(state) : "?", sock, (long)clr_run_pid(dir, name));
+            printf("started array '%s' (%s): nbd+unix:///?socket=%s (pid %ld)\n", r->name,
+                   state ? json_object_get_string(state) : "?", r->sock, (long)clr_run_pid(r->dir, r->name));
             json_object_put(st);
-            break;
+            return START_OK;
         }
         if (now_ms() > deadline) {
             kill(-pid, SIGTERM);    /* the monitor's session: it and nbdkit */
             clr_cli_error("start", "%s: the engine did not answer within %d s; stopped it (log: %s)",
-                          name, START_TIMEOUT_S, log);
-            goto out;
+                          r->name, START_TIMEOUT_S, r->log);
+            return START_REFUSED;
         }
         usleep(50 * 1000);
     }
-    ret = 0;
-out:
-    if (args)
-        for (unsigned i = kdev; kdev && i < k; i++)
-            free(args[i]);
-    free(args);
-    for (unsigned i = 0; devs && i < n; i++)
-        free(devs[i]);
-    free(devs);
-    free(dirabs);
-    return ret;
+}
+
+/* Step 7 (start): run the engine in the background and wait for it. */
+static int start_engine(const struct start_req *r)
+{
+    struct engine_cmd c = { 0 };
+    int why = engine_cmd_build(r, &c);
+
+    if (!why) {
+        pid_t pid = spawn(c.argv, r->log);
+
+        why = pid < 0 ? START_REFUSED : start_wait_engine(r, pid);
+    }
+    engine_cmd_free(&c);
+    return why;
+}
+
+int clr_cmd_start(int argc, char **argv)
+{
+    struct start_req r = { .dir = CLR_RUN_DIR_DEFAULT, .lock = "local" };
+    struct clr_array *a = NULL;
+    int why = start_parse(argc, argv, &r);
+
+    if (why == START_HELP)
+        return 0;
+    if (!why)
+        why = start_resolve_devices(&r);
+    if (!why)
+        why = start_resolve_run_files(&r);
+    if (!why)
+        why = start_check_not_running(&r);
+    if (!why)
+        why = start_precheck(&r, r.dry_run ? &a : NULL);
+    if (!why)
+        why = start_check_engine(&r);
+    if (!why)
+        why = r.dry_run ? start_report_dry_run(&r, a) : start_engine(&r);
+    clr_array_free(a);
+    for (unsigned i = 0; r.devs && i < r.n; i++)
+        free(r.devs[i]);
+    free(r.devs);
+    free(r.dirabs);
+    if (r.dry_run)
+        return why;
+    return why ? 1 : 0;
 }

@@ -25,3 +25,5 @@ dist_check_SCRIPTS += $(ENGINE_TESTS)
 EXTRA_DIST += tests/engine/engine-functions.sh
 # The shell tests need the plugin built before they run.
 check_DATA += nbdkit-clraid-plugin.la
+# clraid start --dry-run, which ocf/clraid validates its parameters with.
+ENGINE_TESTS += tests/engine/start-dry-run.sh

@@ -68,6 +68,33 @@ OCF_RESKEY_lock=cpg OCF_RESKEY_CRM_meta_clone_max=3 OCF_RESKEY_CRM_meta_globally
 	expect_rc 6 "a globally-unique clone" validate-all
 OCF_RESKEY_devices="$TESTDIR/nope $DEVS" expect_rc 5 "a missing member" validate-all
 expect_reason "Member device $TESTDIR/nope does not exist"
+
+echo "--- validate-all: the engine's own checks (clraid start --dry-run, nothing written)"
+# The fake engine hands "start --dry-run" to the real clraid.
+R5=$(make_array r5 5 3 --nodes=4 --home-cluster=c)
+Z="$TESTDIR/zeroed" && truncate -s 64M "$Z"
+# shellcheck disable=SC2086
+sums_before=$(sha256sum $DEVS $R5 "$Z")
+OCF_RESKEY_name=r5 OCF_RESKEY_devices="$R5" expect_rc 0 "RAID5, lock=local, no clone" validate-all
+OCF_RESKEY_name=r5 OCF_RESKEY_devices="$R5" OCF_RESKEY_lock=cpg OCF_RESKEY_CRM_meta_clone_max=2 \
+	expect_rc 6 "RAID5 in a cpg clone of 2" validate-all
+expect_reason "clraid start: 'r5' is raid5: clustered RAID5/6 needs the stripe-lock protocol"
+OCF_RESKEY_name=r5 OCF_RESKEY_devices="$R5" OCF_RESKEY_lock=dlm OCF_RESKEY_CRM_meta_clone_max=2 \
+	expect_rc 6 "RAID5 in a dlm clone of 2" validate-all
+expect_reason "clustered RAID5/6 needs the stripe-lock protocol"
+# The dry run joins no lockspace: no DLM needed to validate (start needs one).
+OCF_RESKEY_lock=dlm OCF_RESKEY_CRM_meta_clone_max=2 expect_rc 0 "RAID1 in a dlm clone of 2" validate-all
+OCF_RESKEY_lock=cpg OCF_RESKEY_CRM_meta_clone_max=2 expect_rc 0 "RAID1 in a cpg clone of 2" validate-all
+OCF_RESKEY_devices="${DEVS%% *} $Z" expect_rc 5 "a member without a superblock" validate-all
+expect_reason "zeroed: not a usable md member"
+OCF_RESKEY_devices="${DEVS%% *} ${R5%% *}" expect_rc 5 "a member of another array" validate-all
+expect_reason "belongs to another array"
+CLRAID_NBDKIT_PLUGIN=/nonexistent/plugin.so expect_rc 5 "no engine plugin" validate-all
+expect_reason "nbdkit plugin /nonexistent/plugin.so"
+# shellcheck disable=SC2086
+[ "$(sha256sum $DEVS $R5 "$Z")" = "$sums_before" ] || fail "validate-all wrote to a member"
+[ ! -e "$RUN" ] || fail "validate-all created $RUN"
+echo "ok: validate-all wrote nothing, created no run directory"
 OCF_RESKEY_binary=/nonexistent/clraid expect_rc 5 "no clraid binary" validate-all
 OCF_RESKEY_devices="$TESTDIR/nope" OCF_RESKEY_CRM_meta_interval=0 expect_rc 7 "probe, member missing" monitor
 OCF_RESKEY_binary=/nonexistent/clraid OCF_RESKEY_CRM_meta_interval=0 expect_rc 7 "probe, no binary" monitor
@@ -107,20 +134,26 @@ echo "--- start refusals (cluster properties from a CIB file)"
 
 	F2=$(make_array f2 10 4 --layout=f2 --nodes=4 --home-cluster=c)
 	OCF_RESKEY_name=f2 OCF_RESKEY_devices="$F2" expect_rc 6 "RAID10 far=2 in a clone of 2" start
-	expect_reason "only near layouts can be shared"
+	expect_reason "clraid start: 'f2' is RAID10 with a far/offset layout: it cannot run clustered"
+	[ ! -e "$RUN/f2.pid" ] || fail "an engine started"
 	OCF_RESKEY_name=f2 OCF_RESKEY_devices="$F2" OCF_RESKEY_lock=local OCF_RESKEY_CRM_meta_clone_max=1 \
 		expect_rc 0 "RAID10 far=2 on one node" start
 	OCF_RESKEY_name=f2 expect_rc 0 "stop" stop
 	O2=$(make_array o2 10 4 --layout=o2 --nodes=4 --home-cluster=c)
 	OCF_RESKEY_name=o2 OCF_RESKEY_devices="$O2" expect_rc 6 "RAID10 offset=2 in a clone of 2" start
+	expect_reason "far/offset layout: it cannot run clustered"
 	N2=$(make_array n2 10 4 --layout=n2 --nodes=4 --home-cluster=c)
 	OCF_RESKEY_name=n2 OCF_RESKEY_devices="$N2" expect_rc 0 "RAID10 near=2 in a clone of 2" start
 	OCF_RESKEY_name=n2 expect_rc 0 "stop" stop
 	R6=$(make_array r6 6 4 --nodes=4 --home-cluster=c)
-	OCF_RESKEY_name=r6 OCF_RESKEY_devices="$R6" expect_rc 0 "RAID6 in a clone of 2" start
+	OCF_RESKEY_name=r6 OCF_RESKEY_devices="$R6" expect_rc 6 "RAID6 in a clone of 2 (the engine refuses it)" start
+	expect_reason "clraid start: 'r6' is raid6: clustered RAID5/6 needs the stripe-lock protocol"
+	[ ! -e "$RUN/r6.pid" ] || fail "an engine started"
+	OCF_RESKEY_name=r6 OCF_RESKEY_devices="$R6" OCF_RESKEY_lock=local OCF_RESKEY_CRM_meta_clone_max=1 \
+		expect_rc 0 "RAID6 on one node" start
 	OCF_RESKEY_name=r6 expect_rc 0 "stop" stop
 	OCF_RESKEY_devices="${DEVS% *} $(echo "$N2" | cut -d' ' -f1)" expect_rc 5 "members of two arrays" start
-	expect_reason "clraid examine failed: .*not members of one array"
+	expect_reason "belongs to another array"
 
 	# A second name for a member, as /dev/disk/by-id has: used once only.
 	ln -s "${DEVS%% *}" "${DEVS%% *}-alias"
@@ -143,6 +176,9 @@ CIB_file="$TESTDIR/no-such-cib.xml" expect_rc 0 "start without a cluster" start
 grep -q "starting standalone" "$TESTDIR/agent.out" || fail "no standalone warning"
 expect_rc 0 "start again" start
 PID=$(cat "$RUN/r1.pid")
+expect_rc 0 "validate-all while the engine runs" validate-all
+grep -q "runs here (pid $PID): its members were checked at its start" "$TESTDIR/agent.out" ||
+	{ cat "$TESTDIR/agent.out"; fail "validate-all ran a dry run against a running engine"; }
 for l in 0 10 20; do
 	OCF_CHECK_LEVEL=$l expect_rc 0 "monitor depth $l, clean" monitor
 done

@@ -111,9 +111,14 @@ export OCF_RESKEY_nbd_device=/dev/nbd0
 	grep -qxF "$want" "$LOG" || { cat "$LOG"; fail "no attach call '$want'"; }
 	echo "ok: attach argv: $want"
 	# The attach came after the engine served.
-	first=$(grep -n -e '^clraid start ' -e '^nbd-client -unix ' "$LOG" | cut -d: -f2- | cut -d' ' -f1-2 | tr '\n' ',')
+	# (the dry runs of validate-all and start start nothing: left out)
+	first=$(grep -e '^clraid start ' -e '^nbd-client -unix ' "$LOG" | grep -v -e '^clraid start --dry-run ' |
+		cut -d' ' -f1-2 | tr '\n' ',')
 	[ "$first" = "clraid start,nbd-client -unix," ] || { cat "$LOG"; fail "order '$first'"; }
 	echo "ok: clraid start, then nbd-client -unix"
+	last2=$(grep '^clraid start ' "$LOG" | tail -n 2 | cut -d' ' -f3 | tr '\n' ',')
+	[ "$last2" = "--dry-run,r1," ] || { cat "$LOG"; fail "no clraid start --dry-run before the start: '$last2'"; }
+	echo "ok: start asked clraid start --dry-run first"
 	[ "$(cat "$SYS/block/nbd0/socket")" = "$RUN/r1.sock" ] || fail "attached to the wrong socket"
 	[ "$(attr clraid-r1-nbd)" = /dev/nbd0 ] || fail "attribute clraid-r1-nbd='$(attr clraid-r1-nbd)'"
 	echo "ok: attribute clraid-r1-nbd=/dev/nbd0"
@@ -160,7 +165,7 @@ echo 4242 >"$SYS/block/nbd1/pid"
 : >"$LOG"
 OCF_RESKEY_nbd_device=/dev/nbd1 expect_rc 1 "start on an nbd1 that another connection uses" start
 one_reason "/dev/nbd1 is already attached by another NBD connection (pid 4242): use another nbd_device, or detach it with nbd-client -d /dev/nbd1"
-! grep -q -e '^clraid start' -e '^nbd-client -unix' -e '^nbd-client -d' "$LOG" || { cat "$LOG"; fail "engine started or device touched"; }
+! grep -q -e '^clraid start r1' -e '^nbd-client -unix' -e '^nbd-client -d' "$LOG" || { cat "$LOG"; fail "engine started or device touched"; }
 [ "$(cat "$SYS/block/nbd1/pid")" = 4242 ] || fail "nbd1 was touched"
 echo "ok: refused before the engine starts; nbd1 untouched"
 
@@ -177,7 +182,9 @@ echo "ok: the failed detach fails the stop, after the engine was stopped"
 rm -f "$TESTDIR/fail-detach"
 : >"$LOG"
 expect_rc 0 "start over our stale attachment (engine gone, nbd0 still ours)" start
-order=$(grep -e '^nbd-client -d ' -e '^clraid start ' -e '^nbd-client -unix ' "$LOG" | cut -d' ' -f1-2 | tr '\n' ',')
-[ "$order" = "nbd-client -d,clraid start,nbd-client -unix," ] || { cat "$LOG"; fail "order '$order'"; }
+order=$(grep -e '^nbd-client -d ' -e '^clraid start ' -e '^nbd-client -unix ' "$LOG" | cut -d' ' -f1-3 |
+	sed 's/^\(clraid start\) r1$/\1/; s/^\(nbd-client -[a-z]*\) .*/\1/' | tr '\n' ',')
+[ "$order" = "nbd-client -d,clraid start --dry-run,clraid start,nbd-client -unix," ] ||
+	{ cat "$LOG"; fail "order '$order'"; }
 echo "ok: start detaches the stale attachment, starts the engine, attaches"
 expect_rc 0 "stop" stop

@@ -17,6 +17,10 @@ cd "$TESTDIR"
 
 DEVS=$(make_array r1 1 2 --nodes=4 --home-cluster=c)
 P="binary=$CLRAID"
+# validate-all asks the engine ("clraid start --dry-run"), which looks for
+# its nbdkit plugin: the one of the build tree, as the resource's plugin.
+[ -r "${CLRAID_NBDKIT_PLUGIN:-/nonexistent}" ] || skip "the engine's nbdkit plugin is not built"
+PL="plugin=$CLRAID_NBDKIT_PLUGIN"
 
 crm_resource --show-metadata ocf:clraid:clraid >md.xml || fail "crm_resource cannot read the meta-data"
 echo "ok: crm_resource --show-metadata ocf:clraid:clraid"
@@ -36,7 +40,7 @@ rejects() { # WHAT PATTERN ARGS...
 }
 
 accepts "valid parameters (--agent-validation)" resource create a1 ocf:clraid:clraid \
-	name=r1 devices="$DEVS" lock=cpg on_disk_error=fence-node on_last_device=error "$P" \
+	name=r1 devices="$DEVS" lock=cpg on_disk_error=fence-node on_last_device=error "$P" "$PL" \
 	--agent-validation op monitor interval=10s op monitor interval=30s OCF_CHECK_LEVEL=10
 rejects "an unknown parameter" "invalid resource option 'disks'" \
 	resource create a2 ocf:clraid:clraid name=r2 disks="$DEVS" "$P"
@@ -53,11 +57,14 @@ rejects "devices and array_uuid (--agent-validation)" "Set either devices or arr
 	array_uuid=4bfc5095:fa0f4432:4e6cc2e4:aac0ded3
 rejects "a missing member (--agent-validation)" "does not exist on this node" \
 	resource create a8 ocf:clraid:clraid name=r8 devices="$TESTDIR/nope" "$P" --agent-validation
+R5=$(make_array r9 5 3 --nodes=4 --home-cluster=c)
+rejects "RAID5 with lock=cpg (--agent-validation: the engine's dry run)" "clustered RAID5/6 needs the stripe-lock protocol" \
+	resource create a9 ocf:clraid:clraid name=r9 devices="$R5" lock=cpg "$P" "$PL" --agent-validation
 accepts "a reloadable policy change" resource update a1 on_last_device=fence
 [ "$(grep -c 'type="clraid"' cib.xml)" -eq 1 ] || fail "rejected resources reached the CIB"
 
 crm_resource --validate --class ocf --provider clraid --agent clraid \
-	--option name=r1 --option "devices=$DEVS" --option "$P" >/dev/null ||
+	--option name=r1 --option "devices=$DEVS" --option "$P" --option "$PL" >/dev/null ||
 	fail "crm_resource --validate rejects valid parameters"
 if crm_resource --validate --class ocf --provider clraid --agent clraid \
 	--option name=r1 --option "devices=$DEVS" --option "$P" --option export=fc >/dev/null 2>&1; then
