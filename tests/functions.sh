@@ -12,6 +12,12 @@ skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 requires() { command -v "$1" >/dev/null 2>&1 || skip "$1 is not installed"; }
 requires_root() { [ "$(id -u)" = 0 ] || skip "needs root"; }
+# built_with_lock NAME: true if this build has the NAME (cpg, dlm) lock
+# backend; ./configure leaves one out when its libraries are missing.
+built_with_lock() {
+    grep -q "^#define HAVE_LOCK_$(echo "$1" | tr '[:lower:]' '[:upper:]') 1" "$top_builddir/config.h"
+}
+requires_lock() { built_with_lock "$1" || skip "clraid was built without the $1 lock backend (see ./configure)"; }
 
 TESTDIR=$(mktemp -d "${TMPDIR:-/var/tmp}/clraid-test.XXXXXX")
 _cleanup_cmds=""
