@@ -1242,7 +1242,7 @@ int main(void)
         cmocka_unit_test(test_freeze),
     };
 
-    srand(12345);
+    tl_seed(12345);
     if (getenv("CLR_TEST_FILTER"))
         cmocka_set_test_filter(getenv("CLR_TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1706,7 +1706,7 @@ int main(void)
         cmocka_unit_test(test_alone_adopts_rebuild),
     };
 
-    srand((unsigned)time(NULL));
+    tl_seed((unsigned)time(NULL));
     if (getenv("CLR_TEST_FILTER"))
         cmocka_set_test_filter(getenv("CLR_TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
