@@ -69,5 +69,20 @@ expect_refusal() {
     echo "ok: $_what -> $(cat "$TESTDIR/err")"
 }
 
+# wait_until SECONDS CMD...: poll CMD every 0.1 s until it succeeds; false
+# if it has not after SECONDS.  A state the test then asserts is polled for,
+# never waited for with a fixed sleep: a slow machine reaches it late.
+wait_until() {
+    _wu_n=$(($1 * 10)); shift
+    until "$@"; do
+        _wu_n=$((_wu_n - 1))
+        [ "$_wu_n" -gt 0 ] || return 1
+        sleep 0.1
+    done
+}
+
+# gone PID: the process has exited (no such process, or a zombie).
+gone() { [ ! -e "/proc/$1" ] || grep -q '^[^)]*) [ZX]' "/proc/$1/stat" 2>/dev/null; }
+
 # field FILE NAME: value of "NAME : value" in mdadm-style output.
 field() { sed -n "s/^ *$2 : *//p" "$1" | head -n 1 | sed 's/ *$//'; }
