@@ -2,11 +2,19 @@
 # Builds clraid if needed and runs the whole test suite (make check):
 # cmocka unit tests, integration tests on real tools, and the fuzz run.
 # Ends with one line "N passed, N failed, N skipped".
+# CLRAID_CONFIGURE_FLAGS (e.g. --enable-werror, as .ci/run sets it): the
+# tree is (re)configured with them; without it, an unconfigured tree gets a
+# plain ./configure and a configured one is left as it is.
 set -eu
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
 [ -x configure ] || ./autogen.sh
-[ -f Makefile ] || ./configure
+if [ -n "${CLRAID_CONFIGURE_FLAGS:-}" ]; then
+    # shellcheck disable=SC2086  # several flags, split on purpose
+    ./configure $CLRAID_CONFIGURE_FLAGS
+elif [ ! -f Makefile ]; then
+    ./configure
+fi
 make -j"$jobs"
 set +e
 make -j"$jobs" check

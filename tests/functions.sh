@@ -12,6 +12,12 @@ skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 requires() { command -v "$1" >/dev/null 2>&1 || skip "$1 is not installed"; }
 requires_root() { [ "$(id -u)" = 0 ] || skip "needs root"; }
+# built_with_lock NAME: true if this build has the NAME (cpg, dlm) lock
+# backend; ./configure leaves one out when its libraries are missing.
+built_with_lock() {
+    grep -q "^#define HAVE_LOCK_$(echo "$1" | tr '[:lower:]' '[:upper:]') 1" "$top_builddir/config.h"
+}
+requires_lock() { built_with_lock "$1" || skip "clraid was built without the $1 lock backend (see ./configure)"; }
 
 TESTDIR=$(mktemp -d "${TMPDIR:-/var/tmp}/clraid-test.XXXXXX")
 _cleanup_cmds=""
@@ -62,6 +68,21 @@ expect_refusal() {
     grep -q . "$TESTDIR/err" || fail "$_what: empty error"
     echo "ok: $_what -> $(cat "$TESTDIR/err")"
 }
+
+# wait_until SECONDS CMD...: poll CMD every 0.1 s until it succeeds; false
+# if it has not after SECONDS.  A state the test then asserts is polled for,
+# never waited for with a fixed sleep: a slow machine reaches it late.
+wait_until() {
+    _wu_n=$(($1 * 10)); shift
+    until "$@"; do
+        _wu_n=$((_wu_n - 1))
+        [ "$_wu_n" -gt 0 ] || return 1
+        sleep 0.1
+    done
+}
+
+# gone PID: the process has exited (no such process, or a zombie).
+gone() { [ ! -e "/proc/$1" ] || grep -q '^[^)]*) [ZX]' "/proc/$1/stat" 2>/dev/null; }
 
 # field FILE NAME: value of "NAME : value" in mdadm-style output.
 field() { sed -n "s/^ *$2 : *//p" "$1" | head -n 1 | sed 's/ *$//'; }

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -29,8 +30,25 @@ struct clr_cb {
 #define MAX_BACKENDS 8
 static const struct clr_lock_backend_ops *backends[MAX_BACKENDS] = {
 	&clr_lock_backend_local,
+#ifdef HAVE_LOCK_CPG
 	&clr_lock_backend_cpg,
+#endif
+#ifdef HAVE_LOCK_DLM
 	&clr_lock_backend_dlm,
+#endif
+};
+
+/* The backends ./configure left out (configure.ac), and what builds them. */
+static const struct {
+	const char *name, *packages;
+} not_built[] = {
+#ifndef HAVE_LOCK_CPG
+	{ "cpg", "libcpg-dev libquorum-dev pacemaker-dev" },
+#endif
+#ifndef HAVE_LOCK_DLM
+	{ "dlm", "libdlm-dev libcpg-dev" },
+#endif
+	{ NULL, NULL },
 };
 static pthread_mutex_t backends_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -100,6 +118,13 @@ int clr_ls_open(const struct clr_ls_config *cfg, struct clr_ls **out)
 	int rc;
 
 	*out = NULL;
+	for (int i = 0; !ops && not_built[i].name; i++) {
+		if (strcmp(not_built[i].name, bname) == 0) {
+			fprintf(stderr, "clraid lock: error: this clraid was built without the %s lock backend: "
+				"install %s and rebuild\n", bname, not_built[i].packages);
+			return -ENOPKG;
+		}
+	}
 	if (!ops)
 		return -ENOENT;
 	if (!cfg->name || !cfg->name[0] || strlen(cfg->name) > CLR_LS_NAME_MAX)

@@ -1,7 +1,7 @@
-/* Helpers shared by the array tests (tests/array/test_array*.c): member
- * files in a temporary folder, whole-buffer file I/O, and writing a new
- * array's superblocks and bitmap regions as `clraid create` would.
- * Include after <cmocka.h>. */
+/* Helpers shared by the array tests (tests/array/test_array*.c): the seed
+ * of rand(), member files in a temporary folder, whole-buffer file I/O,
+ * and writing a new array's superblocks and bitmap regions as `clraid
+ * create` would.  Include after <cmocka.h>. */
 #ifndef CLRAID_TESTS_ARRAY_TESTLIB_H
 #define CLRAID_TESTS_ARRAY_TESTLIB_H
 
@@ -16,6 +16,28 @@
 #include "format/md_sb.h"
 
 #define TL_PATH_MAX 320
+
+/* Seeds rand() (UUIDs, random I/O) with CLRAID_TEST_SEED if set, else with
+ * @dflt, and prints the seed so that a failing run can be replayed. */
+static void tl_seed(unsigned dflt)
+{
+    const char *env = getenv("CLRAID_TEST_SEED");
+    unsigned seed = dflt;
+
+    if (env && *env) {
+        char *end;
+        unsigned long v = strtoul(env, &end, 0);
+
+        if (*end || v > 0xffffffffUL) {
+            fprintf(stderr, "CLRAID_TEST_SEED=%s: give a number from 0 to 4294967295\n", env);
+            exit(2);
+        }
+        seed = (unsigned)v;
+    }
+    printf("seed %u (CLRAID_TEST_SEED=%u replays it)\n", seed, seed);
+    fflush(stdout);
+    srand(seed);
+}
 
 /* A fresh folder $TMPDIR/@name.XXXXXX (@base when TMPDIR is unset). */
 static void tl_make_dir(char *dir, size_t len, const char *name, const char *base)

@@ -468,6 +468,24 @@ static void verify_writers(struct clr_array *a, struct writer *w, unsigned n)
 }
 
 
+/* Polls until member @i of @a is in @state (up to 30 s): the writers'
+ * I/O reaches a failed member when it reaches it, later on a slow machine. */
+static void wait_member_state(struct clr_array *a, unsigned i, const char *state)
+{
+    for (int t = 0; t < 3000; t++) {
+        json_object *o = clr_array_status_json(a), *devs, *st;
+        bool in = json_object_object_get_ex(o, "devices", &devs) &&
+                  json_object_object_get_ex(json_object_array_get_idx(devs, i), "state", &st) &&
+                  strcmp(json_object_get_string(st), state) == 0;
+
+        json_object_put(o);
+        if (in)
+            return;
+        usleep(10000);
+    }
+    fail_msg("member %u is not %s after 30 s", i, state);
+}
+
 static void fail_under_load(int level, unsigned nd, unsigned nfail)
 {
     struct writer w[4];
@@ -491,7 +509,8 @@ static void fail_under_load(int level, unsigned nd, unsigned nfail)
         /* writes fail on the member: it must go Faulty, clients see nothing */
         assert_int_equal(clr_io_fault_fail_range(clr_array_member_io(a, t.path[f]),
                                                  CLR_IO_FAULT_WRITE | CLR_IO_FAULT_READ, 0, 0, EIO), 0);
-        usleep(150000);
+        wait_member_state(a, f, "faulty");
+        usleep(150000);     /* pacing: more writes while degraded */
     }
     stop = 1;
     for (unsigned i = 0; i < 4; i++)
@@ -684,7 +703,8 @@ static void test_bitmap_batching(void **st)
     for (int i = 0; i < 100 && status_int(a, "bitmap", "dirty_chunks"); i++)
         usleep(20000);
     assert_int_equal(status_int(a, "bitmap", "dirty_chunks"), 0);
-    usleep(50000);
+    for (int i = 0; i < 500 && disk_bits(t.path[0]); i++)   /* the sweep's write lands */
+        usleep(10000);
     assert_int_equal(disk_bits(t.path[0]), 0);
     clr_array_free(a);
     rmfiles(&t);
@@ -1026,12 +1046,15 @@ static void test_recovery_checkpoint(void **st)
     }
     if (clr_array_add_device(a, t.path[1], &e) != 0)
         fail_msg("add: %s", e.msg);
-    usleep(2600000);
+    usleep(2600000);    /* the throttled rate is measured over this */
     {
         char s[32];
 
         assert_string_equal(status_str(a, "sync_action", s, sizeof s), "recover");
         assert_true(status_int(a, "sync_progress", "rate_kib_s") <= 3500);
+        /* the checkpoint checked below is the progress made so far */
+        for (int i = 0; i < 3000 && status_int(a, "sync_progress", "position_bytes") == 0; i++)
+            usleep(10000);
     }
     clr_array_free(a);
     read_sb(t.path[1], &sb);
@@ -1242,7 +1265,7 @@ int main(void)
         cmocka_unit_test(test_freeze),
     };
 
-    srand(12345);
+    tl_seed(12345);
     if (getenv("CLR_TEST_FILTER"))
         cmocka_set_test_filter(getenv("CLR_TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1165,6 +1165,7 @@ static void test_rejoin_during_takeover(void **s)
     struct clr_array *a, *b;
     uint8_t *buf = aligned_alloc(4096, 1 << 20);
     struct tarr t;
+    int64_t ops0;
 
     (void)s;
     make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
@@ -1178,9 +1179,13 @@ static void test_rejoin_during_takeover(void **s)
      * for the slot lock while b merges them and clears the slot */
     clr_io_fault_delay(clr_array_member_io(b, t.path[0]), 500);
     clr_io_fault_delay(clr_array_member_io(b, t.path[1]), 500);
+    ops0 = st_int(b, "counters.lock_ops");
     assert_int_equal(clr_array_crash(a), 0);
     clr_array_free(a);
-    usleep(150000);     /* b holds slot 0's lock, reading its bits */
+    /* b holds slot 0's lock, reading its bits: its takeover made its second
+     * lock call, which take_slot() (engine/cluster/mdc.c) makes once the
+     * first has grabbed the slot lock */
+    WAIT_FOR(st_int(b, "counters.lock_ops") >= ops0 + 2, 10000);
     a = start_node(&t, 0);
     assert_int_equal(st_int(a, "cluster.slot"), 0);
     assert_int_equal(st_int(b, "cluster.recovered_slots"), 1);
@@ -1706,7 +1711,7 @@ int main(void)
         cmocka_unit_test(test_alone_adopts_rebuild),
     };
 
-    srand((unsigned)time(NULL));
+    tl_seed((unsigned)time(NULL));
     if (getenv("CLR_TEST_FILTER"))
         cmocka_set_test_filter(getenv("CLR_TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,6 +18,7 @@ export LC_ALL=C
 # shellcheck source=tests/engine/engine-functions.sh
 . "${top_srcdir:?}/tests/engine/engine-functions.sh"
 requires corosync
+requires_lock cpg
 
 # CL_KEEP_LOGS=DIR: copy the writers' logs and the run dirs there at exit.
 if [ -n "${CL_KEEP_LOGS:-}" ]; then

@@ -24,6 +24,7 @@ clr_enter_ns "$@"
 command -v nsenter >/dev/null 2>&1 || clr_skip "nsenter not installed"
 # shellcheck source=tests/engine/engine-functions.sh
 . "$top_srcdir/tests/engine/engine-functions.sh"
+requires_lock cpg
 set +e
 
 NAME=p1

@@ -8,6 +8,7 @@
 . "${top_srcdir:-.}/tests/lock/cluster-functions.sh"
 clr_enter_ns "$@"
 . "${top_srcdir:-.}/tests/engine/engine-functions.sh"
+requires_lock cpg
 # both helpers use $T: corosync's work dir here, the client timeout there
 _tmo=$T
 clr_start_corosync

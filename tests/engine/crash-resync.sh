@@ -17,6 +17,7 @@ for level in ${CRASH_LEVELS:-1}; do
     # one member is slowed down so that they surely are.
     set -- $files
     cli fault $name "$2" delay --ms 50 >/dev/null || fail "fault delay"
+    w0=$(st "$name" .counters.writes)
     cmds=""
     i=0
     while [ $i -lt 40 ]; do
@@ -25,7 +26,10 @@ for level in ${CRASH_LEVELS:-1}; do
     done
     (eval timeout "$T" qemu-io -f raw "'$(uri $name)'" "$cmds" >/dev/null 2>&1 || true) &
     writer=$!
-    sleep 0.5
+    # Until the writer's first write is done and its second in flight (the
+    # engine counts a write when it starts): on a slow machine, later.
+    writing() { [ "$(st "$name" .counters.writes)" -ge $((w0 + 2)) ]; }
+    wait_until 30 writing || fail "raid$level: the writer's writes do not reach the engine"
     engine_crash $name
     wait $writer || true
     # shellcheck disable=SC2086

@@ -16,7 +16,9 @@ cli fault z "$2" vanish >/dev/null || fail "fault $2"
     echo $rc >"$TESTDIR/blocked.rc") &
 reader=$!
 wait_state z frozen 20
-sleep 2
+blocked() { [ "$(st z .frozen.blocked_requests)" -ge 1 ] 2>/dev/null; }
+wait_until 20 blocked || true    # the read reaches the engine (later on a slow machine)
+sleep 2                          # a read that wrongly returns late has done so by now
 [ ! -e "$TESTDIR/blocked.rc" ] || fail "the read returned while frozen: $(cat "$TESTDIR/blocked.out")"
 [ "$(st z .frozen.blocked_requests)" -ge 1 ] || fail "no blocked request counted"
 cli thaw z >/dev/null 2>&1 && fail "thaw without --error must be refused"

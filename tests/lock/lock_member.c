@@ -4,8 +4,10 @@
  *   lock_member [-b BACKEND] LOCKSPACE COMMAND ARGS...
  *
  * Commands (each prints "ok ..." lines that the shell tests grep):
- *   counter FILE N        N x: EX (VALBLK), check LVB == file, ++, write
- *                         both, EX->NL with VALBLK; prints lvb_mismatch=
+ *   counter FILE N [MARK] N x: EX (VALBLK), check LVB == file, ++, write
+ *                         both, EX->NL with VALBLK; prints lvb_mismatch=;
+ *                         then, once MARK.digest exists, the table digest
+ *                         each time it changes, until MARK.exit exists
  *   hold NAME MODE        take MODE, print "granted", report BASTs, sleep
  *   yield NAME MODE N     take MODE; on each BAST drop to NL and take it
  *                         again; exit after N BASTs
@@ -115,6 +117,31 @@ static void wait_file(const char *base, const char *suffix)
 		usleep(20000);
 }
 
+/* Until MARK.exit exists, print the table digest each time it changes:
+ * the replicas converge once every member's last operation has been
+ * delivered everywhere, and the test polls for that (at least one line). */
+static void digests_until_exit(struct clr_ls *ls, const char *mark)
+{
+	char path[4096];
+	uint64_t last = 0;
+	bool printed = false;
+
+	snprintf(path, sizeof(path), "%s.exit", mark);
+	for (;;) {
+		uint64_t d = clr_ls_debug_digest(ls);
+
+		if (!printed || d != last) {
+			printf("%s ok digest=%016" PRIx64 "\n", me, d);
+			fflush(stdout);
+			last = d;
+			printed = true;
+		}
+		if (access(path, F_OK) == 0)
+			break;
+		usleep(20000);
+	}
+}
+
 static int cmd_counter(struct clr_ls *ls, const char *file, long n,
 		       const char *mark)
 {
@@ -171,11 +198,8 @@ static int cmd_counter(struct clr_ls *ls, const char *file, long n,
 	clr_unlock_sync(lk, 0, TMO);
 	clr_lock_destroy(lk);
 	if (mark) {
-		char path[4096];
-
-		snprintf(path, sizeof(path), "%s.digest", mark);
-		cmd_digest(ls, path);
-		wait_file(mark, ".exit");
+		wait_file(mark, ".digest");
+		digests_until_exit(ls, mark);
 	}
 	return mismatch ? 1 : 0;
 }

@@ -228,6 +228,32 @@ static void *wait_thread(void *arg)
 	return NULL;
 }
 
+/* Polls (up to 5 s) until @ls's dispatch thread has run every callback
+ * queued so far. */
+static void wait_dispatched(struct clr_ls *ls)
+{
+	for (int i = 0; i < 5000; i++) {
+		bool done;
+
+		pthread_mutex_lock(&ls->mu);
+		done = ls->dispatched_seq == ls->cb_seq;
+		pthread_mutex_unlock(&ls->mu);
+		if (done)
+			return;
+		usleep(1000);
+	}
+	fail_msg("the dispatch thread did not run its callbacks in 5 s");
+}
+
+/* Polls (up to 5 s) until a request conflicting with @lk is queued: the
+ * lock table sends @lk a BAST for it (counted even without a callback). */
+static void wait_bast(struct clr_lock *lk)
+{
+	for (int i = 0; i < 5000 && clr_lock_bast_count(lk) == 0; i++)
+		usleep(1000);
+	assert_true(clr_lock_bast_count(lk) > 0);
+}
+
 static void test_member_failure(void **state)
 {
 	struct evlog la = { 0 }, lb = { 0 }, lc = { 0 };
@@ -244,12 +270,12 @@ static void test_member_failure(void **state)
 	assert_int_equal(clr_ls_start_dispatch_thread(b), -EBUSY);
 	assert_int_equal(clr_lock_sync(ka, CLR_LOCK_EX, CLR_LOCK_F_VALBLK, 1000), 0);
 	assert_int_equal(clr_lock_sync(kc, CLR_LOCK_NL, CLR_LOCK_F_VALBLK, 1000), 0);
-	usleep(100000);
+	wait_dispatched(b); /* the joins' events are in lb: drop them */
 	pthread_mutex_lock(&log_mu);
 	lb.n = 0;
 	pthread_mutex_unlock(&log_mu);
 	pthread_create(&th, NULL, wait_thread, &w);
-	usleep(50000);
+	wait_bast(ka); /* b's request waits behind a's EX */
 	assert_int_equal(clr_lock_local_kill(a), 0);
 	pthread_join(th, NULL);
 	assert_int_equal(w.rc, 0);

@@ -221,7 +221,8 @@ expect_rc 0 "notify" notify
 OCF_RESKEY_on_last_device=error expect_rc 0 "reload-agent" reload-agent
 OCF_RESKEY_on_last_device=bogus expect_rc 6 "reload-agent with a bad value" reload-agent
 
-kill -KILL "$PID"; sleep 0.3
+kill -KILL "$PID"
+wait_until 30 gone "$PID" || fail "pid $PID survived kill -9"
 OCF_RESKEY_CRM_meta_interval=10000 expect_rc 1 "monitor after the engine died" monitor
 expect_reason "(pid $PID) is gone"
 OCF_RESKEY_CRM_meta_interval=0 expect_rc 7 "probe after the engine died" monitor

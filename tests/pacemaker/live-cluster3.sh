@@ -28,6 +28,7 @@ for t in corosync corosync-quorumtool pacemakerd crmadmin crm_mon crm_resource \
 	crm_attribute stonith_admin pcs ip nsenter unshare jq qemu-io nbdcopy nbdinfo; do
 	requires "$t"
 done
+requires_lock cpg
 PLUGIN=${CLRAID_NBDKIT_PLUGIN:-}
 [ -n "$PLUGIN" ] || fail "no nbdkit-clraid-plugin.so in $top_builddir/.libs (set CLRAID_NBDKIT_PLUGIN)"
 # shellcheck source=tests/cluster/pattern-functions.sh
