@@ -3,10 +3,13 @@
  * lock service (one clr_lock per resource name), the broadcast channel,
  * bitmap slot I/O, superblock reloads and the data path's drains, and runs
  * the lockspace's dispatch thread and the takeover (recovery) thread.
+ * The core of engine/array reaches it only through the table it registers
+ * at start (struct arr_cluster_ops, doc/architecture.md §5).
  *
- * Lock order: nothing of the array is held while calling into the core,
- * except meta_lock around meta_begin/end (the receiver never takes it).
- * The core calls changed() with its mutex held: that only takes cl->mu. */
+ * Lock order (engine/array/lockrank.h): nothing of the array is held
+ * while calling into the protocol core; `metadata` is taken before
+ * meta_lock (clr_arr_sb_update). The core calls changed() with its mutex
+ * held: that only takes cl->mu. */
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>

@@ -6,9 +6,11 @@
  * lock, the bitmap and every sync action work in sync sectors, so a client
  * write and a resync of the same place always meet on the same lock.
  *
- * Lock order: mgmt_lock -> meta_lock -> bm_lock -> lock. Never hold lock or bm_lock
- * across member I/O except bm_lock's flush generation hand-off (the flusher
- * drops bm_lock while writing). */
+ * Lock order: the rank table in engine/array/lockrank.h (checked with
+ * --enable-lockrank) and doc/architecture.md §7. Never hold lock or
+ * bm_lock across member I/O except bm_lock's flush generation hand-off
+ * (the flusher drops bm_lock while writing).  Layering: doc/architecture.md
+ * §5 (tests/array/layering.sh). */
 #ifndef CLR_ARRAY_ARRAY_INTERNAL_H
 #define CLR_ARRAY_ARRAY_INTERNAL_H
 
