@@ -37,7 +37,12 @@
 #include <time.h>
 
 #include "cluster/mdc.h"
+#include "cluster/rules.h"
 #include "lock/lock_table.h"
+
+#ifndef CLR_RULES_FAULTS
+#error "tests/sim builds engine/cluster/rules.c and mdc.c with CLR_RULES_FAULTS"
+#endif
 
 #include "coro.h"
 
@@ -59,27 +64,51 @@
 /* ------------------------------------------------------------------ */
 /* options, counters                                                   */
 
+/*
+ * Injected bugs (--inject-bug).  Most break a rule the engine runs too:
+ * they switch clr_rules_fault (engine/cluster/rules.h), which this
+ * program's own build of engine/cluster/rules.c and mdc.c honours
+ * (CLR_RULES_FAULTS, tests/sim/local.mk).  The others break the
+ * simulator's own data path (the engine has its own, engine/array), to
+ * show the checkers catch what they are for.
+ */
 enum bug {
 	BUG_NONE = 0,
+	/* sim-local: checker self-tests */
 	BUG_BITMAP_AFTER_DATA, /* legs issued before the bit is on disk */
-	BUG_BALANCE_RECOVERY,  /* reads ignore clr_mdc_read_first() */
-	BUG_NO_DRAIN,          /* drain() returns at once */
-	BUG_IGNORE_WINDOW,     /* writes ignore clr_mdc_write_blocked() */
 	BUG_ACK_BEFORE_FAIL,   /* failed leg not marked faulty before ack */
 	BUG_CLEAR_PENDING,     /* sweep clears bits under pending writes */
 	BUG_RESYNC_ANY_SOURCE, /* resync reads a random in-sync leg */
 	BUG_READD_READ_EARLY,  /* a rebuilding device is read before in sync */
-	BUG_READD_NO_WRITE,    /* receivers of RE_ADD do not write the device */
+	/* shared: engine/cluster/mdc.c */
+	BUG_BALANCE_RECOVERY,  /* clr_mdc_read_first() says no */
+	BUG_NO_DRAIN,          /* RESYNCING acked without drain() */
 	BUG_NEWDISK_IGNORE,    /* the adder activates a NEWDISK some node lacks */
 	BUG_LEAVE_NO_SYNC,     /* a leaver with NEEDED chunks says it is clean */
-	BUG_IGNORE_HOLD,       /* writes ignore clr_mdc_writes_held() */
+	/* shared: engine/cluster/rules.c */
+	BUG_IGNORE_WINDOW,     /* admission ignores the remote resync window */
+	BUG_IGNORE_HOLD,       /* admission ignores the write hold */
+	BUG_READD_NO_WRITE,    /* receivers of RE_ADD do not write the device */
+	BUG_ORPHAN_NEVER,      /* a dead rebuilder's rebuild is never adopted */
+	BUG_REBUILD_EARLY,     /* a rebuild declared done while others resync */
 	BUG_NCOUNT
 };
 static const char *const bug_names[BUG_NCOUNT] = {
-	"none", "bitmap-after-data", "balance-in-recovery", "no-drain",
-	"ignore-window", "ack-before-fail", "clear-pending",
-	"resync-any-source", "readd-read-early", "readd-no-write",
-	"newdisk-ignore-enoent", "leave-no-needs-sync", "ignore-hold",
+	"none", "bitmap-after-data", "ack-before-fail", "clear-pending",
+	"resync-any-source", "readd-read-early",
+	"balance-in-recovery", "no-drain", "newdisk-ignore-enoent", "leave-no-needs-sync",
+	"ignore-window", "ignore-hold", "readd-no-write", "orphan-never", "rebuild-early",
+};
+static const enum clr_rules_fault bug_fault[BUG_NCOUNT] = {
+	[BUG_BALANCE_RECOVERY] = CLR_RULES_FAULT_BALANCE_RECOVERY,
+	[BUG_NO_DRAIN] = CLR_RULES_FAULT_NO_DRAIN,
+	[BUG_NEWDISK_IGNORE] = CLR_RULES_FAULT_NEWDISK_IGNORE,
+	[BUG_LEAVE_NO_SYNC] = CLR_RULES_FAULT_LEAVE_NO_SYNC,
+	[BUG_IGNORE_WINDOW] = CLR_RULES_FAULT_IGNORE_WINDOW,
+	[BUG_IGNORE_HOLD] = CLR_RULES_FAULT_IGNORE_HOLD,
+	[BUG_READD_NO_WRITE] = CLR_RULES_FAULT_READD_NO_WRITE,
+	[BUG_ORPHAN_NEVER] = CLR_RULES_FAULT_ORPHAN_NEVER,
+	[BUG_REBUILD_EARLY] = CLR_RULES_FAULT_REBUILD_EARLY,
 };
 
 struct opts {
@@ -163,7 +192,6 @@ struct node {
 	bool rebuild[MAXD]; /* re-added / new: written, never read */
 	bool full_merged[MAXD]; /* NEWDISK: all chunks made NEEDED here */
 	int readd_from[MAXD]; /* slot whose RE_ADD we follow, -1 */
-	int rx_sender, rx_type; /* message being received, -1 */
 	bool known[MAXD];   /* a member in this node's view */
 	bool sees_new;      /* NEWDISK: this node can see the spare */
 	bool candidate;     /* NEWDISK: find_disk() found it */
@@ -791,13 +819,10 @@ static void recv_co(void *arg)
 		co_wait(&n->chg, "receive turn");
 	trace("n%d receive %s from slot %d lo %" PRIu64 " hi %" PRIu64,
 	      n->idx, clr_mdc_msg_name(ra->raw.type), m.sender, m.lo, m.hi);
-	n->rx_sender = m.sender;
-	n->rx_type = ra->raw.type;
 	n->vacated &= ~(1ull << m.sender);
 	if (ra->raw.type == CLR_MDC_TAKEOVER && m.slot != (unsigned)m.sender)
 		n->vacated |= 1ull << m.slot;
 	r = clr_mdc_receive(&n->mdc, &ra->raw);
-	n->rx_sender = n->rx_type = -1;
 	/* that slot rejoined: alive again (after its TAKEOVER's reload
 	 * dropped what its previous incarnation left) */
 	if (ra->raw.type == CLR_MDC_TAKEOVER && m.slot == (unsigned)m.sender)
@@ -897,6 +922,9 @@ static bool degraded(struct node *n)
 
 static void fail_device(struct node *n, int dev, const char *why);
 
+/* apply_sb() outside a received message */
+static const struct clr_mdc_rx no_rx = { -1, -1 };
+
 /* Write this node's slot to every in-sync device; durable on the good
  * ones on return.  @return whether some device failed (in @failed[]). */
 static bool flush_own_failed(struct node *n, bool *failed)
@@ -940,6 +968,33 @@ static void flush_own(struct node *n)
 	}
 }
 
+/* This node's view of device @d as the cluster rules see a member
+ * (engine/cluster/rules.h); its role is its index. */
+static struct clr_rules_member rules_member(struct node *n, int d)
+{
+	struct clr_rules_member m = { .role = d, .has_io = true, .rebuilder = -1 };
+
+	if (n->in_sync[d])
+		m.state = CLR_RULES_IN_SYNC;
+	else if (!S.sb.member[d] && !n->known[d])
+		m.state = CLR_RULES_SPARE;
+	else
+		m.state = CLR_RULES_FAULTY; /* faulty here (written or not) */
+	m.write_behind = n->write_behind[d];
+	return m;
+}
+
+/* Device @d's own superblock (the simulator keeps one for all). */
+static struct clr_rules_own rules_own(int d)
+{
+	struct clr_rules_own o = { .readable = S.sb.member[d], .present = S.sb.member[d],
+				   .role = S.sb.faulty[d] ? CLR_RULES_ROLE_FAULTY : (uint16_t)d,
+				   .recovering = S.sb.rebuilding[d], .bitmap_recovery = !S.sb.full[d],
+				   .events = S.sb.events };
+
+	return o;
+}
+
 /*
  * Apply the superblock's roles to this node's view.  A device another node
  * failed is no longer read from, but our client writes keep going to it,
@@ -948,7 +1003,7 @@ static void flush_own(struct node *n)
  * the stale read).  The node that fails a device holds its own acks until
  * the announcement is done (see client_write).
  */
-static void apply_sb(struct node *n)
+static void apply_sb(struct node *n, const struct clr_mdc_rx *rx)
 {
 	for (int d = 0; d < S.ndev; d++) {
 		if (S.sb.faulty[d] && n->in_sync[d]) {
@@ -973,8 +1028,8 @@ static void apply_sb(struct node *n)
 			int f = n->readd_from[d];
 			bool keep = f == (int)n->slot ||
 				    (f >= 0 && !(n->dead_slots & (1ull << f)) &&
-				     !(n->rx_sender == f &&
-				       n->rx_type == CLR_MDC_METADATA_UPDATED));
+				     !(rx->sender == f &&
+				       rx->type == CLR_MDC_METADATA_UPDATED));
 
 			if (!keep) {
 				n->rebuild[d] = false;
@@ -1060,7 +1115,7 @@ static void fail_device(struct node *n, int dev, const char *why)
 		}
 		n->meta_dirty = true;
 		n->meta_failing--;
-		apply_sb(n);
+		apply_sb(n, &no_rx);
 		/* failing[dev] stays set (acks wait) until the sequence's
 		 * METADATA_UPDATED went out (admin_meta_end) */
 		while (co_cur != n->meta_holder && n->meta_done == gen)
@@ -1100,7 +1155,7 @@ own:
 			reopen_after_dev_failure();
 		}
 	}
-	apply_sb(n);
+	apply_sb(n, &no_rx);
 	if (r == 0) {
 		r = clr_mdc_meta_end(&n->mdc, (uint32_t)good_dev(), changed);
 		if (r < 0)
@@ -1238,26 +1293,26 @@ static int h_drain(void *arg, uint64_t lo, uint64_t hi)
 
 	trace("n%d drain [%" PRIu64 ", %" PRIu64 ")", n->idx, lo, hi);
 	co_yield();
-	if (S.o.bug == BUG_NO_DRAIN)
-		return 0;
 	while (local_write_overlaps(n, lo, hi))
 		co_wait(&n->chg, "drain");
 	trace("n%d drained", n->idx);
 	return 0;
 }
 
-static int h_reload_sb(void *arg, uint32_t dev)
+static int h_reload_sb(void *arg, uint32_t dev, const struct clr_mdc_rx *rx)
 {
 	struct node *n = arg;
 
 	co_yield();
 	trace("n%d reload_sb dev%u", n->idx, dev);
-	apply_sb(n);
+	apply_sb(n, rx);
 	return 0;
 }
 
-static int h_find_disk(void *arg, const uint8_t uuid[16], uint32_t dev)
+static int h_find_disk(void *arg, const uint8_t uuid[16], uint32_t dev,
+		       const struct clr_mdc_rx *rx)
 {
+	(void)rx;
 	struct node *n = arg;
 
 	(void)uuid;
@@ -1271,8 +1326,9 @@ static int h_find_disk(void *arg, const uint8_t uuid[16], uint32_t dev)
 	return 0;
 }
 
-static int h_remote_remove(void *arg, uint32_t dev)
+static int h_remote_remove(void *arg, uint32_t dev, const struct clr_mdc_rx *rx)
 {
+	(void)rx;
 	co_yield();
 	return 0;
 }
@@ -1309,19 +1365,34 @@ static void start_writing(struct node *n, int dev)
 		co_wait(&n->chg, "re-add: draining writes without the device");
 }
 
-static int h_remote_readd(void *arg, uint32_t dev)
+static int h_remote_readd(void *arg, uint32_t dev, const struct clr_mdc_rx *rx)
 {
 	struct node *n = arg;
 
 	co_yield();
-	if ((int)dev >= S.ndev || !S.sb.member[dev] || n->in_sync[dev])
+	if ((int)dev >= S.ndev)
 		return -EINVAL;
-	if (S.readd_refuser == n->idx) {
+	if (S.readd_refuser == n->idx && S.sb.member[dev] && !n->in_sync[dev]) {
 		S.readd_refuser = -1; /* once */
 		trace("n%d refuses RE_ADD dev%u (cannot open it)", n->idx, dev);
 		return -EIO;
 	}
-	n->readd_from[dev] = n->rx_sender;
+	/* the rules decide (engine/cluster/rules.c), as in the engine; the
+	 * device's role is its index, nobody else holds it */
+	struct clr_rules_ctx x = { .sender = rx->sender, .type = rx->type,
+				   .raid_disks = (unsigned)S.ndev, .sb_events = S.sb.events };
+	struct clr_rules_member m = rules_member(n, (int)dev);
+	struct clr_rules_own own = rules_own((int)dev);
+	struct clr_rules_readd d;
+	int r = clr_rules_remote_readd(&x, &m, &own, true, &d);
+
+	if (r)
+		return r;
+	if (d.state != CLR_RULES_REBUILDING) {
+		trace("n%d follows RE_ADD dev%u without writing it", n->idx, dev);
+		return 0;
+	}
+	n->readd_from[dev] = d.rebuilder;
 	start_writing(n, (int)dev);
 	return 0;
 }
@@ -1444,15 +1515,17 @@ again:
 			co_wait(&n->chg, "local resync range");
 			continue;
 		}
-		if (S.o.bug != BUG_IGNORE_WINDOW &&
-		    clr_mdc_write_blocked(&n->mdc, lo, hi)) {
+		/* the rules decide (engine/cluster/rules.c), as in the engine */
+		enum clr_rules_admit adm = clr_mdc_admit(&n->mdc, lo, hi);
+
+		if (adm == CLR_RULES_WAIT_WINDOW) {
 			wr_unregister(n, w);
 			trace("n%d write b%u blocked by window", n->idx, b0);
 			co_wait(&n->chg, "write blocked (window)");
 			continue;
 		}
 		/* a node lost with its node is not fenced yet: hold */
-		if (S.o.bug != BUG_IGNORE_HOLD && clr_mdc_writes_held(&n->mdc)) {
+		if (adm == CLR_RULES_WAIT_HOLD) {
 			wr_unregister(n, w);
 			if (!held)
 				S.c.held_writes++;
@@ -1497,9 +1570,6 @@ again:
 		w->devmask = 0;
 		for (int d = 0; d < S.ndev; d++) {
 			if (!n->in_sync[d] && !n->write_behind[d] && !n->rebuild[d])
-				continue;
-			if (n->rebuild[d] && S.o.bug == BUG_READD_NO_WRITE &&
-			    S.sb.rebuilder[d] != (int)n->slot)
 				continue;
 			if (d == S.spare && !n->sees_new)
 				fail("n%d writes the new dev%d it cannot see", n->idx, d);
@@ -1617,8 +1687,6 @@ static bool read_must_be_first(struct node *n, unsigned b0, unsigned nb)
 	for (unsigned c = chunk_of(b0); c <= chunk_of(b0 + nb - 1); c++)
 		if (n->needed[c])
 			return true;
-	if (S.o.bug == BUG_BALANCE_RECOVERY)
-		return false;
 	return clr_mdc_read_first(&n->mdc, lo, hi);
 }
 
@@ -1880,7 +1948,7 @@ static int admin_meta_begin(struct node *n)
 	n->meta_holder = co_cur;
 	n->meta_dirty = false;
 	co_yield(); /* re-read the superblock */
-	apply_sb(n);
+	apply_sb(n, &no_rx);
 	return 0;
 }
 
@@ -1944,15 +2012,20 @@ static bool rebuild_work(struct node *n)
 		if (!S.sb.member[d] || !S.sb.rebuilding[d] || S.sb.faulty[d] || n->leaving ||
 		    !n->joined)
 			continue;
-		mine = rb == (int)n->slot;
-		orphan = !mine && (n->dead_slots & (1ull << rb));
+		/* who finishes it: the rules (engine/cluster/rules.c) */
+		struct clr_rules_ctx x = { .sender = -1, .type = -1, .dead = n->dead_slots };
+		enum clr_rules_owner own = clr_rules_rebuild_owner(&x, rb, n->slot);
+
+		mine = own == CLR_RULES_OWNER_MINE;
+		orphan = own == CLR_RULES_OWNER_ORPHAN;
 		if (!mine && !orphan)
 			continue;
 		if (mine && S.sb.full[d] && !n->full_merged[d]) {
 			merge_all(n, d); /* our previous incarnation's add */
 			return true;
 		}
-		if (!cluster_quiet(n) || (mine && (next_needed(n) >= 0 || n->want_resync))) {
+		if (!clr_rules_rebuild_done(mine && (next_needed(n) >= 0 || n->want_resync),
+					    !cluster_quiet(n))) {
 			struct clr_mdc_stats st;
 
 			clr_mdc_stats(&n->mdc, &st);
@@ -1990,7 +2063,7 @@ static bool rebuild_work(struct node *n)
 				merge_all(n, d);
 			return true;
 		}
-		if (!cluster_quiet(n) || next_needed(n) >= 0 || n->want_resync) {
+		if (!clr_rules_rebuild_done(next_needed(n) >= 0 || n->want_resync, !cluster_quiet(n))) {
 			admin_meta_end(n, false);
 			return true;
 		}
@@ -2001,7 +2074,7 @@ static bool rebuild_work(struct node *n)
 		S.c.rebuilds_done++;
 		trace("sb: dev%d in sync (rebuilt by n%d), events %" PRIu64, d, n->idx,
 		      S.sb.events);
-		apply_sb(n);
+		apply_sb(n, &no_rx);
 		admin_meta_end(n, true);
 		return true;
 	}
@@ -2070,7 +2143,7 @@ static void recovery_co(void *arg)
 			/* the dead node may have written a role change it never
 			 * announced (died between sb write and METADATA_UPDATED) */
 			co_yield();
-			apply_sb(n);
+			apply_sb(n, &no_rx);
 		}
 		struct clr_mdc_stats st0, st1;
 
@@ -2145,7 +2218,7 @@ static void readd_co(void *arg)
 	S.sb.events++;
 	S.c.readds++;
 	trace("sb: dev%d rebuilding by n%d, events %" PRIu64, dev, n->idx, S.sb.events);
-	apply_sb(n);
+	apply_sb(n, &no_rx);
 	admin_meta_end(n, true);
 	h_want_resync(n);
 out:
@@ -2179,8 +2252,6 @@ static void newdisk_co(void *arg)
 	}
 	r = clr_mdc_newdisk(&n->mdc, uuid, (uint32_t)dev);
 	trace("n%d newdisk dev%d: %d", n->idx, dev, r);
-	if (r == -ENOENT && S.o.bug == BUG_NEWDISK_IGNORE)
-		r = 0;
 	if (r < 0) {
 		S.c.newdisk_rollbacks++;
 		sb_write_delay();
@@ -2222,8 +2293,6 @@ static void leave_co(void *arg)
 	while (n->clients_running || n->resyncing || n->recovering_now || n->admin)
 		co_wait(&n->chg, "leave: stopping the node's threads");
 	unclean = next_needed(n) >= 0;
-	if (S.o.bug == BUG_LEAVE_NO_SYNC)
-		unclean = false;
 	if (unclean)
 		S.c.leaves_unclean++;
 	else
@@ -2248,7 +2317,6 @@ static void node_fresh(struct node *n)
 	n->slot = slot;
 	n->resync_chunk = -1;
 	n->lvb_reading = -1;
-	n->rx_sender = n->rx_type = -1;
 	for (int d = 0; d < MAXD; d++)
 		n->readd_from[d] = -1;
 	n->inc = ++S.next_inc;
@@ -2465,7 +2533,7 @@ static void join_co(void *arg)
 	if (!S.o.no_start_sb) {
 		r = clr_mdc_meta_begin(&n->mdc);
 		co_yield();
-		apply_sb(n);
+		apply_sb(n, &no_rx);
 		if (r == 0)
 			clr_mdc_meta_end(&n->mdc, (uint32_t)good_dev(), true);
 		if (S.sb.member[S.spare] && !n->sees_new) {
@@ -3148,6 +3216,7 @@ int main(int argc, char **argv)
 			if (k == BUG_NCOUNT)
 				usage();
 			o.bug = (enum bug)k;
+			clr_rules_fault = bug_fault[k];
 		} else if (!strcmp(s, "--drain-legs")) {
 			o.drain_legs = true;
 		} else if (!strcmp(s, "--workaround") && v) {
