@@ -25,6 +25,7 @@
 
 #include "array/array_internal.h"
 #include "cluster/mdc.h"
+#include "cluster/rules.h"
 #include "lock/bcast.h"
 #include "lock/lock.h"
 #include "lock/lock_internal.h"
@@ -94,11 +95,6 @@ struct arr_cluster {
     int64_t hold_start_ms, hold_end_ms;
 };
 
-/* The message this (receive) thread is processing: sender slot, type. */
-static __thread int tl_rx_sender = -1, tl_rx_type = -1;
-/* reload_sb settles every NEWDISK candidate (METADATA_UPDATED, our own
- * metadata section), else only those of dead adders */
-static __thread bool tl_settle_all;
 
 /* `metadata` is held by the calling thread (its superblock writes need
  * no second begin).  Only the holder sets or clears the owner, so the
@@ -368,10 +364,9 @@ static int bcast_recv(void *arg, const struct clr_bcast_msg *m)
     struct clr_mdc_msg d;
     int rc;
 
-    if (clr_mdc_msg_decode(m, &d) == 0) {
-        tl_rx_sender = d.sender;
-        tl_rx_type = (int)d.type;
-        tl_settle_all = d.type == CLR_MDC_METADATA_UPDATED;
+    if (clr_mdc_msg_decode(m, &d) != 0) {
+        d.sender = -1;
+    } else {
         if (d.type == CLR_MDC_TAKEOVER && d.sender >= 0 && d.slot == (uint32_t)d.sender &&
             d.slot < 64) {
             /* that slot is alive again: none of its NEWDISKs is orphaned;
@@ -384,17 +379,15 @@ static int bcast_recv(void *arg, const struct clr_bcast_msg *m)
         }
     }
     rc = clr_mdc_receive(&cl->mdc, m);
-    if (tl_rx_type == CLR_MDC_BITMAP_NEEDS_SYNC && tl_rx_sender >= 0 && tl_rx_sender < 64) {
+    if (d.sender >= 0 && d.type == CLR_MDC_BITMAP_NEEDS_SYNC && d.sender < 64) {
         /* the sender leaves unclean (dirty chunks, or a rebuild it drove):
          * once its slot is taken over (queued by the core just now), what
          * it was rebuilding resumes here (resume_orphans) */
         arr_mutex_lock(&cl->mu);
-        cl->orphan_pending |= 1ull << tl_rx_sender;
+        cl->orphan_pending |= 1ull << d.sender;
         pthread_cond_broadcast(&cl->cond);
         arr_mutex_unlock(&cl->mu);
     }
-    tl_rx_sender = tl_rx_type = -1;
-    tl_settle_all = false;
     return rc;
 }
 
@@ -588,6 +581,56 @@ static bool member_recovering(const struct clr_md_sb *sb)
     return (sb->feature_map & CLR_MD_FEAT_RECOVERY_OFFSET) && sb->recovery_offset != CLR_MD_MAX_SECTOR;
 }
 
+/* The cluster rules' (cluster/rules.h) view of member @m (a->lock held). */
+static struct clr_rules_member rules_member(const struct arr_member *m)
+{
+    static const enum clr_rules_mstate st[] = {
+        [ARR_M_IN_SYNC] = CLR_RULES_IN_SYNC,       [ARR_M_REBUILDING] = CLR_RULES_REBUILDING,
+        [ARR_M_SPARE] = CLR_RULES_SPARE,           [ARR_M_FAULTY] = CLR_RULES_FAULTY,
+        [ARR_M_REMOVED] = CLR_RULES_REMOVED,
+    };
+    struct clr_rules_member r = {
+        .state = st[m->state], .role = m->role, .has_io = m->io != NULL,
+        .remote_rebuild = m->remote_rebuild, .rebuilder = m->rebuilder,
+        .write_behind = m->write_behind, .readd_events = m->readd_events,
+        .recovery_offset = m->recovery_offset, .bitmap_recovery = m->bitmap_recovery,
+    };
+
+    return r;
+}
+
+/* The rules' facts of device @dn's own superblock @own (@ok: it was read). */
+static struct clr_rules_own rules_own(const struct clr_md_sb *own, bool ok, uint32_t dn)
+{
+    struct clr_rules_own r = { .readable = ok };
+
+    if (!ok)
+        return r;
+    r.present = dn < own->max_dev;
+    r.role = r.present ? own->dev_roles[dn] : CLR_RULES_ROLE_SPARE;
+    r.recovering = member_recovering(own);
+    r.bitmap_recovery = (own->feature_map & CLR_MD_FEAT_RECOVERY_BITMAP) != 0;
+    r.recovery_offset = own->recovery_offset;
+    r.events = own->events;
+    return r;
+}
+
+/* The newest superblock @sb's entry for device @dn. */
+static struct clr_rules_sbrole rules_sbrole(const struct clr_md_sb *sb, uint32_t dn)
+{
+    struct clr_rules_sbrole r = { dn < sb->max_dev, dn < sb->max_dev ? sb->dev_roles[dn] : 0 };
+
+    return r;
+}
+
+/* The roles some member holds (a->lock held). */
+static void rules_roles_locked(const struct clr_array *a, struct clr_rules_ctx *x, const struct arr_member *but)
+{
+    x->raid_disks = a->g.raid_disks;
+    for (unsigned r = 0; r < a->g.raid_disks && r < CLR_RAID_MAX_DISKS; r++)
+        clr_rules_role_set(x, r, a->role_mem[r] && a->role_mem[r] != but);
+}
+
 static int read_sb_io(struct clr_io_dev *io, const uint8_t *set_uuid, struct clr_md_sb *sb)
 {
     struct clr_err de;
@@ -614,7 +657,7 @@ static void drop_candidate_locked(struct arr_cluster *cl, unsigned i)
 
 /* Candidates from NEWDISK: kept as a member if the superblocks now carry
  * them, dropped if the adder rolled back. */
-static void settle_candidates(struct arr_cluster *cl, const struct clr_md_sb *ref, uint64_t dead)
+static void settle_candidates(struct arr_cluster *cl, const struct clr_md_sb *ref, const struct clr_rules_ctx *x)
 {
     struct clr_array *a = cl->a;
 
@@ -626,13 +669,18 @@ static void settle_candidates(struct arr_cluster *cl, const struct clr_md_sb *re
 
         /* a live adder's NEWDISK may still be in flight: its METADATA_UPDATED
          * (commit or roll back) settles it */
-        if (!tl_settle_all && c->adder >= 0 && !(dead & (1ull << c->adder))) {
+        if (clr_rules_candidate_waits(x, c->adder)) {
             i++;
             continue;
         }
-        bool ok = read_sb_io(c->io, a->sb.set_uuid, &sb) == 0 &&
-                  memcmp(sb.device_uuid, c->uuid, 16) == 0 && sb.dev_number == c->dev_number &&
-                  c->dev_number < ref->max_dev && ref->dev_roles[c->dev_number] != CLR_MD_ROLE_FAULTY;
+        struct clr_rules_candidate f = { .sb_readable = read_sb_io(c->io, a->sb.set_uuid, &sb) == 0 };
+
+        if (f.sb_readable) {
+            f.uuid_match = memcmp(sb.device_uuid, c->uuid, 16) == 0;
+            f.dev_match = sb.dev_number == c->dev_number;
+        }
+        f.sb = rules_sbrole(ref, c->dev_number);
+        bool ok = clr_rules_candidate_taken(&f);
 
         if (!ok || !(m = calloc(1, sizeof *m))) {
             clr_arr_log(a, LOG_INFO, "%s: new device %u not taken (the adder rolled back)",
@@ -705,8 +753,10 @@ static int read_newest_sb(struct clr_array *a, struct clr_md_sb *sb)
 static bool recovered_elsewhere(const struct clr_md_sb *own, const struct clr_md_sb *sb, uint32_t dn,
                                 int role)
 {
-    return role >= 0 && dn < sb->max_dev && dn < own->max_dev && sb->dev_roles[dn] == (uint16_t)role &&
-           own->dev_roles[dn] == (uint16_t)role && !member_recovering(own) && own->events >= sb->events;
+    struct clr_rules_own o = rules_own(own, true, dn);
+    struct clr_rules_sbrole r = rules_sbrole(sb, dn);
+
+    return clr_rules_recovered_elsewhere(&o, &r, sb->events, role);
 }
 
 static int cl_rebuild_check(struct clr_array *a, struct arr_member *m, uint64_t *off)
@@ -738,14 +788,32 @@ static int reload_sb(struct clr_array *a, uint32_t dev_number)
     return reload_sb_dead(a, dev_number, 0);
 }
 
+static int reload_sb_ctx(struct clr_array *a, uint32_t dev_number, const struct clr_rules_ctx *x);
+
 /* @dead: slots that died; their NEWDISK candidates are settled too. */
 static int reload_sb_dead(struct clr_array *a, uint32_t dev_number, uint64_t dead)
+{
+    struct clr_rules_ctx x = { .sender = -1, .type = -1, .dead = dead };
+
+    return reload_sb_ctx(a, dev_number, &x);
+}
+
+/* @x: the message being processed (sender, type) or none, the slots that
+ * died (their NEWDISK candidates are settled too), settle_all; the rules
+ * (cluster/rules.h) decide, this applies. */
+static int reload_sb_ctx(struct clr_array *a, uint32_t dev_number, const struct clr_rules_ctx *xin)
 {
     struct arr_cluster *cl = a->cl;
     struct arr_member *src = NULL, *chk[ARR_MAX_MEMBERS];
     struct clr_md_sb sb, *own;
     bool have[ARR_MAX_MEMBERS] = { false }, changed = false;
-    unsigned nchk = 0;
+    unsigned nchk = 0, n;
+    struct clr_rules_ctx x = *xin;
+    struct clr_rules_member *rm;
+    struct clr_rules_sbrole *rs;
+    struct clr_rules_own *ro;
+    struct clr_rules_change *rc_;
+    void *buf;
     int rc;
 
     arr_mutex_lock(&a->lock);
@@ -771,10 +839,18 @@ static int reload_sb_dead(struct clr_array *a, uint32_t dev_number, uint64_t dea
     }
     /* new devices announced by NEWDISK first: they may have a role now */
     if (cl)
-        settle_candidates(cl, &sb, dead);
+        settle_candidates(cl, &sb, &x);
     own = calloc(ARR_MAX_MEMBERS, sizeof *own);
-    if (!own)
+    buf = calloc(ARR_MAX_MEMBERS, sizeof *rm + sizeof *rs + sizeof *ro + sizeof *rc_);
+    if (!own || !buf) {
+        free(own);
+        free(buf);
         return -ENOMEM;
+    }
+    rm = buf;
+    rc_ = (struct clr_rules_change *)(rm + ARR_MAX_MEMBERS);
+    ro = (struct clr_rules_own *)(rc_ + ARR_MAX_MEMBERS);
+    rs = (struct clr_rules_sbrole *)(ro + ARR_MAX_MEMBERS);
     arr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nmem; i++) {
         struct arr_member *m = a->mem[i];
@@ -788,56 +864,49 @@ static int reload_sb_dead(struct clr_array *a, uint32_t dev_number, uint64_t dea
     arr_mutex_lock(&a->lock);
     if (sb.events > a->sb.events)
         a->sb.events = sb.events;
-    for (unsigned i = 0; i < a->nmem; i++) {
+    /* the facts, then the decisions */
+    n = a->nmem;
+    x.sb_events = sb.events;
+    rules_roles_locked(a, &x, NULL);
+    for (unsigned i = 0; i < n; i++) {
         struct arr_member *m = a->mem[i];
-        uint16_t r;
 
-        if (m->dev_number >= sb.max_dev || m->state == ARR_M_REMOVED)
-            continue;
-        r = sb.dev_roles[m->dev_number];
-        if (r == CLR_MD_ROLE_FAULTY && m->state == ARR_M_REBUILDING && m->readd_events &&
-            sb.events <= m->readd_events) {
-            /* written before its RE_ADD (the re-adder still holds
-             * `metadata` and has not written the role yet, or died
-             * before): not a new failure */
-            continue;
-        }
-        if (r == CLR_MD_ROLE_FAULTY && m->state != ARR_M_FAULTY) {
-            clr_arr_log(a, LOG_ERR, "%s: marked faulty by another node", m->path);
+        rm[i] = rules_member(m);
+        rs[i] = rules_sbrole(&sb, m->dev_number);
+        ro[i] = rules_own(NULL, false, 0);
+        for (unsigned j = 0; j < nchk; j++)
+            if (chk[j] == m)
+                ro[i] = rules_own(&own[j], have[j], m->dev_number);
+    }
+    changed = clr_rules_reload(&x, rm, rs, ro, n, rc_);
+    for (unsigned i = 0; i < n; i++) {
+        struct arr_member *m = a->mem[i];
+        const struct clr_rules_change *d = &rc_[i];
+
+        if (d->what & CLR_RULES_CH_FAULTY) {
+            clr_arr_log(a, LOG_ERR, "%s: %s", m->path, d->why);
             clr_arr_mark_faulty_remote_locked(a, m);
-            changed = true;
-        } else if (r < a->g.raid_disks && m->state == ARR_M_SPARE && !a->role_mem[r]) {
-            m->role = r;
+        }
+        if (d->what & CLR_RULES_CH_ACTIVATE) {
+            m->role = d->role;
             m->state = ARR_M_REBUILDING;
             m->remote_rebuild = true;
-            /* the sender of the update activated it and rebuilds it */
-            m->rebuilder = tl_rx_type == CLR_MDC_METADATA_UPDATED ? tl_rx_sender : -1;
+            m->rebuilder = d->rebuilder;
             m->bitmap_recovery = false;
-            a->role_mem[r] = m;
-            clr_arr_log(a, LOG_NOTICE, "%s: takes role %u on another node, rebuilding there", m->path, r);
-            changed = true;
+            a->role_mem[d->role] = m;
+            clr_arr_log(a, LOG_NOTICE, "%s: takes role %d on another node, rebuilding there", m->path, d->role);
         }
-    }
-    for (unsigned i = 0; i < nchk; i++) {
-        struct arr_member *m = chk[i];
-
-        if (!have[i] || m->state != ARR_M_REBUILDING || !m->remote_rebuild || m->role < 0 ||
-            m->dev_number >= sb.max_dev || sb.dev_roles[m->dev_number] != (uint16_t)m->role)
-            continue;
-        if (member_recovering(&own[i]) && !(own[i].feature_map & CLR_MD_FEAT_RECOVERY_BITMAP) &&
-            own[i].recovery_offset > m->recovery_offset) {
+        if (d->what & CLR_RULES_CH_CHECKPOINT) {
             /* its checkpoint moved: only its rebuilder moves it (every
              * other node writes back at most what it saw announced) */
-            m->recovery_offset = own[i].recovery_offset;
-            if (m->rebuilder < 0 && tl_rx_type == CLR_MDC_METADATA_UPDATED && tl_rx_sender >= 0)
-                m->rebuilder = tl_rx_sender;
+            m->recovery_offset = d->recovery_offset;
+            m->rebuilder = d->rebuilder;
         }
-        if (recovered_elsewhere(&own[i], &sb, m->dev_number, m->role)) {
+        if (d->what & CLR_RULES_CH_IN_SYNC) {
             m->state = ARR_M_IN_SYNC;
             m->remote_rebuild = false;
             m->bitmap_recovery = false;
-            clr_arr_log(a, LOG_NOTICE, "%s: in sync (recovered by another node)", m->path);
-            changed = true;
+            clr_arr_log(a, LOG_NOTICE, "%s: %s", m->path, d->why);
         }
     }
     if (changed) {
@@ -849,20 +918,25 @@ static int reload_sb_dead(struct clr_array *a, uint32_t dev_number, uint64_t dea
     }
     arr_mutex_unlock(&a->lock);
     free(own);
+    free(buf);
     if (changed)
         clr_arr_bm_set_degraded(a);
     return 0;
 }
 
-static int h_reload_sb(void *arg, uint32_t dev_number)
+static int h_reload_sb(void *arg, uint32_t dev_number, const struct clr_mdc_rx *rx)
 {
     struct arr_cluster *cl = arg;
+    /* a METADATA_UPDATED settles every NEWDISK candidate: its sender's
+     * NEWDISK committed or rolled back, and no other is in flight */
+    struct clr_rules_ctx x = { .sender = rx->sender, .type = rx->type,
+                               .settle_all = rx->type == CLR_MDC_METADATA_UPDATED };
 
-    return reload_sb(cl->a, dev_number);
+    return reload_sb_ctx(cl->a, dev_number, &x);
 }
 
 /* NEWDISK: look for the device uuid in the directories of our members. */
-static int h_find_disk(void *arg, const uint8_t uuid[16], uint32_t dev_number)
+static int h_find_disk(void *arg, const uint8_t uuid[16], uint32_t dev_number, const struct clr_mdc_rx *rx)
 {
     struct arr_cluster *cl = arg;
     struct clr_array *a = cl->a;
@@ -926,7 +1000,7 @@ static int h_find_disk(void *arg, const uint8_t uuid[16], uint32_t dev_number)
                     if (cl->ncand < CL_MAX_CANDIDATES) {
                         struct cl_candidate *c = &cl->cand[cl->ncand++];
 
-                        c->adder = tl_rx_sender;
+                        c->adder = rx->sender;
                         c->dev_number = dev_number;
                         memcpy(c->uuid, uuid, 16);
                         c->path = realpath(path, NULL);
@@ -959,8 +1033,9 @@ static struct arr_member *by_dev_locked(struct clr_array *a, uint32_t dn)
     return best;
 }
 
-static int h_remote_remove(void *arg, uint32_t dev_number)
+static int h_remote_remove(void *arg, uint32_t dev_number, const struct clr_mdc_rx *rx)
 {
+    (void)rx;
     struct arr_cluster *cl = arg;
     struct clr_array *a = cl->a;
     struct arr_member *m;
@@ -977,7 +1052,7 @@ static int h_remote_remove(void *arg, uint32_t dev_number)
     return 0;
 }
 
-static int h_remote_readd(void *arg, uint32_t dev_number)
+static int h_remote_readd(void *arg, uint32_t dev_number, const struct clr_mdc_rx *rx)
 {
     struct arr_cluster *cl = arg;
     struct clr_array *a = cl->a;
@@ -1011,28 +1086,31 @@ static int h_remote_readd(void *arg, uint32_t dev_number)
             sb.dev_number = UINT32_MAX;
     }
     arr_mutex_lock(&a->lock);
-    role = m->role;
-    if (role < 0 && sb.dev_number == dev_number && dev_number < sb.max_dev &&
-        sb.dev_roles[dev_number] < a->g.raid_disks)
-        role = sb.dev_roles[dev_number];
-    if ((m->state != ARR_M_FAULTY && m->state != ARR_M_REMOVED) || role < 0 ||
-        role >= (int)a->g.raid_disks || (a->role_mem[role] && a->role_mem[role] != m)) {
-        rc = -EINVAL;
-    } else {
+    {
+        struct clr_rules_ctx x = { .sender = rx->sender, .type = rx->type, .sb_events = a->sb.events };
+        struct clr_rules_member rm = rules_member(m);
+        struct clr_rules_own ro = rules_own(&sb, sb.dev_number != UINT32_MAX, dev_number);
+        struct clr_rules_readd d = { .state = CLR_RULES_FAULTY };
+
+        rules_roles_locked(a, &x, m);
+        rc = clr_rules_remote_readd(&x, &rm, &ro, sb.dev_number == dev_number, &d);
+        role = d.role;
+        if (!rc && d.state == CLR_RULES_REBUILDING) {
+            m->state = ARR_M_REBUILDING;
+            m->rebuilder = d.rebuilder;
+            m->readd_events = d.readd_events;
+        }
+    }
+    if (rc == 0 && m->state == ARR_M_REBUILDING) {
         if (io) {
             m->io = io;
             io = NULL;
         }
         m->role = role;
-        m->state = ARR_M_REBUILDING;
         m->write_behind = false;
         m->remote_rebuild = true;
-        m->rebuilder = tl_rx_sender;
         m->bitmap_recovery = true;
         m->bits_gathered = false;
-        /* a superblock not newer than this still shows it faulty: a reload
-         * outside `metadata` before the re-adder writes must not undo it */
-        m->readd_events = a->sb.events;
         a->role_mem[role] = m;
         clr_arr_recompute_locked(a);
         clr_arr_log(a, LOG_NOTICE, "%s: re-added by another node: written from now on", m->path);
@@ -1200,12 +1278,14 @@ static void resume_orphans(struct arr_cluster *cl, uint64_t dead, bool alone)
     struct arr_member *orph[ARR_MAX_MEMBERS];
     unsigned n = 0;
 
+    struct clr_rules_ctx x = { .sender = -1, .type = -1, .dead = dead, .alone = alone };
+
     arr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nmem; i++) {
         struct arr_member *m = a->mem[i];
+        struct clr_rules_member rm = rules_member(m);
 
-        if (m->state == ARR_M_REBUILDING && m->remote_rebuild && m->io &&
-            (alone || (m->rebuilder >= 0 && m->rebuilder < 64 && (dead & (1ull << m->rebuilder)))))
+        if (clr_rules_orphaned(&x, &rm))
             orph[n++] = m;
     }
     arr_mutex_unlock(&a->lock);
@@ -1215,8 +1295,8 @@ static void resume_orphans(struct arr_cluster *cl, uint64_t dead, bool alone)
         struct arr_member *m = orph[i];
         struct clr_md_sb own;
         bool have = read_sb_io(m->io, a->sb.set_uuid, &own) == 0;
-        uint64_t off = have && member_recovering(&own) && !(own.feature_map & CLR_MD_FEAT_RECOVERY_BITMAP)
-                       ? own.recovery_offset : 0;
+        struct clr_rules_own ro = rules_own(&own, have, m->dev_number);
+        uint64_t off = clr_rules_resume_offset(&ro);
 
         arr_mutex_lock(&a->lock);
         if (m->state == ARR_M_REBUILDING && m->remote_rebuild) {
@@ -1774,8 +1854,8 @@ static void cl_kick(struct clr_array *a)
 static bool cl_write_blocked(struct clr_array *a, uint64_t lo, uint64_t hi)
 {
     /* a lost node not yet fenced holds every new write; a remote resync
-     * window holds the ones inside it */
-    return a->cl && (clr_mdc_writes_held(&a->cl->mdc) || clr_mdc_write_blocked(&a->cl->mdc, lo, hi));
+     * window holds the ones inside it (the rules decide, cluster/rules.h) */
+    return a->cl && clr_mdc_admit(&a->cl->mdc, lo, hi) != CLR_RULES_ADMIT;
 }
 
 static bool cl_read_first(struct clr_array *a, uint64_t lo, uint64_t hi)
@@ -1795,9 +1875,12 @@ static int cl_meta_begin(struct clr_array *a)
     if (rc)
         return rc;
     cl_meta_owner(a->cl, true);
-    tl_settle_all = true;   /* no NEWDISK of another node is in flight now */
-    reload_sb(a, CLR_MDC_ANY_DEV);
-    tl_settle_all = false;
+    {
+        /* no NEWDISK of another node is in flight now: settle them all */
+        struct clr_rules_ctx x = { .sender = -1, .type = -1, .settle_all = true };
+
+        reload_sb_ctx(a, CLR_MDC_ANY_DEV, &x);
+    }
     return 0;
 }
 

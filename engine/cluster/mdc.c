@@ -30,6 +30,9 @@
 enum { C_RESYNC = 1u << 0, C_META = 1u << 1, C_NONEWDEV = 1u << 2,
        C_EXTENT = 1u << 3 /* announcing our dirty extent */ };
 
+_Static_assert(CLR_RULES_MSG_METADATA_UPDATED == CLR_MDC_METADATA_UPDATED,
+	       "rules.h names METADATA_UPDATED by number");
+
 #define CLAIM_POLL_MS 2
 #define TAKEOVER_POLL_MS 50
 #define JOIN_SLOT_POLLS 600 /* 30 s of TAKEOVER_POLL_MS */
@@ -139,7 +142,8 @@ void clr_mdc_lvb_decode(struct clr_mdc_lvb *v, const uint8_t in[32])
 
 void clr_mdc_bitmap_res(unsigned slot, char *buf, size_t len)
 {
-	snprintf(buf, len, "bitmap%04u", slot);
+	/* (slots are < CLR_MDC_MAX_SLOTS: the modulo only bounds the length) */
+	snprintf(buf, len, "bitmap%04u", slot % 10000u);
 }
 
 /* ---- helpers ---- */
@@ -506,6 +510,8 @@ int clr_mdc_leave(struct clr_mdc *m, bool unclean)
 	joined = m->joined;
 	m->leaving = true;
 	pthread_mutex_unlock(&m->mu);
+	if (CLR_RULES_FAULT(CLR_RULES_FAULT_LEAVE_NO_SYNC))
+		unclean = false;
 	if (joined && unclean) {
 		struct clr_mdc_msg msg = { .type = CLR_MDC_BITMAP_NEEDS_SYNC };
 
@@ -658,8 +664,11 @@ out:
 	/* The dead node may have marked a member Faulty on disk and died
 	 * before its METADATA_UPDATED went out, or after a NEWDISK we
 	 * answered: re-read the superblock, and answer "no" again. */
-	if (!r && m->h.reload_sb)
-		r = m->h.reload_sb(m->h.arg, CLR_MDC_ANY_DEV);
+	if (!r && m->h.reload_sb) {
+		struct clr_mdc_rx none = { -1, -1 };
+
+		r = m->h.reload_sb(m->h.arg, CLR_MDC_ANY_DEV, &none);
+	}
 	if (!r)
 		r = retake_nonewdev(m);
 	return r;
@@ -835,6 +844,7 @@ int clr_mdc_receive(struct clr_mdc *m, const struct clr_bcast_msg *raw)
 {
 	struct clr_mdc_msg msg;
 	int r = clr_mdc_msg_decode(raw, &msg);
+	struct clr_mdc_rx rx = { msg.sender, (int)msg.type };
 	unsigned s;
 
 	if (r) {
@@ -871,7 +881,7 @@ int clr_mdc_receive(struct clr_mdc *m, const struct clr_bcast_msg *raw)
 		changed_locked(m);
 		pthread_mutex_unlock(&m->mu);
 		/* Writes already issued inside the window finish before we ack. */
-		if (msg.hi && msg.lo < msg.hi)
+		if (msg.hi && msg.lo < msg.hi && !CLR_RULES_FAULT(CLR_RULES_FAULT_NO_DRAIN))
 			return m->h.drain(m->h.arg, msg.lo, msg.hi);
 		return 0;
 
@@ -910,14 +920,14 @@ int clr_mdc_receive(struct clr_mdc *m, const struct clr_bcast_msg *raw)
 		pthread_mutex_unlock(&m->mu);
 		/* A dead node (or a rejoining one's previous incarnation) may have
 		 * failed a member on disk without announcing it. */
-		return m->h.reload_sb ? m->h.reload_sb(m->h.arg, CLR_MDC_ANY_DEV) : 0;
+		return m->h.reload_sb ? m->h.reload_sb(m->h.arg, CLR_MDC_ANY_DEV, &rx) : 0;
 
 	case CLR_MDC_METADATA_UPDATED:
 		retake_nonewdev(m);
-		return m->h.reload_sb ? m->h.reload_sb(m->h.arg, msg.dev_number) : 0;
+		return m->h.reload_sb ? m->h.reload_sb(m->h.arg, msg.dev_number, &rx) : 0;
 
 	case CLR_MDC_NEWDISK:
-		r = m->h.find_disk ? m->h.find_disk(m->h.arg, msg.uuid, msg.dev_number) : -ENOENT;
+		r = m->h.find_disk ? m->h.find_disk(m->h.arg, msg.uuid, msg.dev_number, &rx) : -ENOENT;
 		if (r) {
 			mlog(m, LOG_WARNING,
 			     "cluster: slot %u adds device %u, which this node cannot find", s,
@@ -938,10 +948,10 @@ int clr_mdc_receive(struct clr_mdc *m, const struct clr_bcast_msg *raw)
 		return r;
 
 	case CLR_MDC_REMOVE:
-		return m->h.remote_remove ? m->h.remote_remove(m->h.arg, msg.dev_number) : 0;
+		return m->h.remote_remove ? m->h.remote_remove(m->h.arg, msg.dev_number, &rx) : 0;
 
 	case CLR_MDC_RE_ADD:
-		return m->h.remote_readd ? m->h.remote_readd(m->h.arg, msg.dev_number) : 0;
+		return m->h.remote_readd ? m->h.remote_readd(m->h.arg, msg.dev_number, &rx) : 0;
 
 	case CLR_MDC_BITMAP_NEEDS_SYNC:
 		pthread_mutex_lock(&m->mu);
@@ -996,6 +1006,8 @@ int clr_mdc_newdisk(struct clr_mdc *m, const uint8_t uuid[16], uint32_t dev_numb
 		return r;
 	/* Granted only if every other node dropped its CR: all found it. */
 	r = m->h.lock(m->h.arg, RES_NONEWDEV, CLR_LOCK_EX, CLR_LOCK_F_NOQUEUE, NULL);
+	if (r == -EAGAIN && CLR_RULES_FAULT(CLR_RULES_FAULT_NEWDISK_IGNORE))
+		r = 0;
 	if (!r)
 		r = m->h.lock(m->h.arg, RES_NONEWDEV, CLR_LOCK_CR, 0, NULL);
 	else if (r == -EAGAIN)
@@ -1037,14 +1049,32 @@ int clr_mdc_gather_bitmaps(struct clr_mdc *m)
 
 /* ---- data path queries ---- */
 
+/* The admission facts (m->mu held). */
+static struct clr_rules_window window_locked(const struct clr_mdc *m)
+{
+	struct clr_rules_window w = { m->lost != 0, m->win_from, m->win_lo, m->win_hi };
+
+	return w;
+}
+
 bool clr_mdc_write_blocked(struct clr_mdc *m, uint64_t lo, uint64_t hi)
 {
-	bool b;
+	struct clr_rules_window w;
 
 	pthread_mutex_lock(&m->mu);
-	b = m->win_from >= 0 && overlaps(lo, hi, m->win_lo, m->win_hi);
+	w = window_locked(m);
 	pthread_mutex_unlock(&m->mu);
-	return b;
+	return clr_rules_in_window(&w, lo, hi);
+}
+
+enum clr_rules_admit clr_mdc_admit(struct clr_mdc *m, uint64_t lo, uint64_t hi)
+{
+	struct clr_rules_window w;
+
+	pthread_mutex_lock(&m->mu);
+	w = window_locked(m);
+	pthread_mutex_unlock(&m->mu);
+	return clr_rules_admit(&w, lo, hi);
 }
 
 bool clr_mdc_writes_held(struct clr_mdc *m)
@@ -1064,6 +1094,8 @@ bool clr_mdc_read_first(struct clr_mdc *m, uint64_t lo, uint64_t hi)
 	pthread_mutex_lock(&m->mu);
 	b = m->recovering || m->pending ||
 	    (m->win_from >= 0 && overlaps(lo, hi, m->win_lo, m->win_hi));
+	if (CLR_RULES_FAULT(CLR_RULES_FAULT_BALANCE_RECOVERY))
+		b = false;
 	for (unsigned s = 0; s < m->c.nodes && !b; s++)
 		b = s != m->c.slot && !ext_empty(m->dirty_lo[s], m->dirty_hi[s]) &&
 		    overlaps(lo, hi, m->dirty_lo[s], m->dirty_hi[s]);

@@ -37,6 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cluster/rules.h"
 #include "lock/bcast.h"
 
 /** Message types (payload little-endian; md's numbers where md has one). */
@@ -82,6 +83,13 @@ void clr_mdc_lvb_decode(struct clr_mdc_lvb *v, const uint8_t in[32]);
 
 /** "bitmap%04u" into @buf (>= 16 bytes). */
 void clr_mdc_bitmap_res(unsigned slot, char *buf, size_t len);
+
+/** The message a host call runs for: its sender's slot and type (-1, -1:
+ *  none, e.g. the reload after a takeover this node did). */
+struct clr_mdc_rx {
+	int sender;
+	int type;
+};
 
 /**
  * What the protocol needs from its host.  Blocking calls return 0 or
@@ -141,20 +149,22 @@ struct clr_mdc_host {
 	 *  good member's, for CLR_MDC_ANY_DEV) and apply role changes (faulty,
 	 *  spare, active, removed) and events.  Also called after a member
 	 *  died (it may have written a failure it could not announce) and
-	 *  when a node joins. */
-	int (*reload_sb)(void *arg, uint32_t dev_number);
+	 *  when a node joins.  @rx: the message (METADATA_UPDATED: its sender
+	 *  made the change; TAKEOVER) or none (our own takeover). */
+	int (*reload_sb)(void *arg, uint32_t dev_number, const struct clr_mdc_rx *rx);
 	/** NEWDISK: find a device with device uuid @uuid on this node and hold
 	 *  it as a candidate for @dev_number.  0 found, -ENOENT not found. */
-	int (*find_disk)(void *arg, const uint8_t uuid[16], uint32_t dev_number);
+	int (*find_disk)(void *arg, const uint8_t uuid[16], uint32_t dev_number,
+			 const struct clr_mdc_rx *rx);
 	/** REMOVE: forget member @dev_number (no role) locally. */
-	int (*remote_remove)(void *arg, uint32_t dev_number);
+	int (*remote_remove)(void *arg, uint32_t dev_number, const struct clr_mdc_rx *rx);
 	/**
 	 * RE_ADD: member @dev_number comes back: from now on every local
 	 * client write also goes to it (it is not read from until a later
 	 * METADATA_UPDATED shows it in sync); returns after in-flight writes
-	 * issued without it have drained.
+	 * issued without it have drained.  @rx->sender re-adds it.
 	 */
-	int (*remote_readd)(void *arg, uint32_t dev_number);
+	int (*remote_readd)(void *arg, uint32_t dev_number, const struct clr_mdc_rx *rx);
 	/** The window, dirty extents or recovery state changed: wake waiters
 	 *  (blocked writers, and the recovery thread: a takeover may now be
 	 *  queued, see clr_mdc_recovery_pending()).
@@ -360,6 +370,9 @@ bool clr_mdc_write_blocked(struct clr_mdc *m, uint64_t lo, uint64_t hi);
  *  Check it with clr_mdc_write_blocked() at admission; changed() tells
  *  when it may have ended. */
 bool clr_mdc_writes_held(struct clr_mdc *m);
+/** Both at once, as the rules decide (clr_rules_admit()): go, or wait for
+ *  the window to move or the hold to end. */
+enum clr_rules_admit clr_mdc_admit(struct clr_mdc *m, uint64_t lo, uint64_t hi);
 /** A read of [lo, hi) must go to the first in-sync device: cluster
  *  recovery is in progress, or it overlaps the remote window or a live
  *  node's dirty extent.  (Our own NEEDED chunks are the host's to check.) */

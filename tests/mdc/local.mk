@@ -4,3 +4,8 @@ check_PROGRAMS += tests/mdc/test_mdc
 TESTS += tests/mdc/test_mdc
 tests_mdc_test_mdc_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_mdc_test_mdc_LDADD = libclraid.la $(CMOCKA_LIBS)
+# ... and of the cluster rules (engine/cluster/rules.c).
+check_PROGRAMS += tests/mdc/test_rules
+TESTS += tests/mdc/test_rules
+tests_mdc_test_rules_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_mdc_test_rules_LDADD = libclraid.la $(CMOCKA_LIBS)

@@ -40,6 +40,7 @@ struct mock_node {
 	unsigned merges, resync_wanted, drains, reloads, removes, readds;
 	uint64_t drain_lo, drain_hi;
 	bool has_disk;             /* NEWDISK: can we find it */
+	struct clr_mdc_rx last_rx; /* message context of the last host call */
 };
 
 struct mock_cluster {
@@ -214,31 +215,35 @@ static int h_drain(void *arg, uint64_t lo, uint64_t hi)
 	return 0;
 }
 
-static int h_reload(void *arg, uint32_t dev)
+static int h_reload(void *arg, uint32_t dev, const struct clr_mdc_rx *rx)
 {
 	(void)dev;
 	((struct mock_node *)arg)->reloads++;
+	((struct mock_node *)arg)->last_rx = *rx;
 	return 0;
 }
 
-static int h_find(void *arg, const uint8_t uuid[16], uint32_t dev)
+static int h_find(void *arg, const uint8_t uuid[16], uint32_t dev, const struct clr_mdc_rx *rx)
 {
 	(void)uuid;
 	(void)dev;
+	((struct mock_node *)arg)->last_rx = *rx;
 	return ((struct mock_node *)arg)->has_disk ? 0 : -ENOENT;
 }
 
-static int h_remove(void *arg, uint32_t dev)
+static int h_remove(void *arg, uint32_t dev, const struct clr_mdc_rx *rx)
 {
 	(void)dev;
 	((struct mock_node *)arg)->removes++;
+	((struct mock_node *)arg)->last_rx = *rx;
 	return 0;
 }
 
-static int h_readd(void *arg, uint32_t dev)
+static int h_readd(void *arg, uint32_t dev, const struct clr_mdc_rx *rx)
 {
 	(void)dev;
 	((struct mock_node *)arg)->readds++;
+	((struct mock_node *)arg)->last_rx = *rx;
 	return 0;
 }
 
@@ -469,6 +474,11 @@ static void test_takeover(void **state)
 	assert_int_equal(c->slots[1][0], 1u << 3);                /* ours now */
 	assert_int_equal(c->slots[1][5], 1u << 0);
 	assert_true(c->n[1].resync_wanted >= 1);
+	/* the taker reloaded for no message; node 0 for its TAKEOVER */
+	assert_int_equal(c->n[1].last_rx.sender, -1);
+	assert_int_equal(c->n[1].last_rx.type, -1);
+	assert_int_equal(c->n[0].last_rx.sender, 1);
+	assert_int_equal(c->n[0].last_rx.type, CLR_MDC_TAKEOVER);
 
 	/* node 0 heard TAKEOVER: nothing queued, balancing outside [3, 41) */
 	assert_false(clr_mdc_recovery_pending(&c->n[0].m));
@@ -596,6 +606,9 @@ static void test_metadata_newdisk(void **state)
 	assert_int_equal(clr_mdc_meta_end(&c->n[0].m, 1, true), 0);
 	assert_int_equal(c->n[1].reloads, 1);
 	assert_int_equal(c->n[2].reloads, 1);
+	/* the host learns which message it runs for, and from whom */
+	assert_int_equal(c->n[2].last_rx.sender, 0);
+	assert_int_equal(c->n[2].last_rx.type, CLR_MDC_METADATA_UPDATED);
 	/* metadata is free again for another node */
 	assert_int_equal(clr_mdc_meta_begin(&c->n[1].m), 0);
 	assert_int_equal(clr_mdc_meta_end(&c->n[1].m, 0, false), 0);
@@ -604,6 +617,8 @@ static void test_metadata_newdisk(void **state)
 	/* everyone finds the new disk */
 	assert_int_equal(clr_mdc_meta_begin(&c->n[0].m), 0);
 	assert_int_equal(clr_mdc_newdisk(&c->n[0].m, uuid, 5), 0);
+	assert_int_equal(c->n[1].last_rx.sender, 0);
+	assert_int_equal(c->n[1].last_rx.type, CLR_MDC_NEWDISK);
 	assert_int_equal(clr_mdc_meta_end(&c->n[0].m, 1, true), 0);
 	/* node 2 lacks the next one: the add is refused */
 	c->n[2].has_disk = false;
@@ -638,6 +653,8 @@ static void test_metadata_newdisk(void **state)
 	assert_int_equal(c->n[0].removes + c->n[2].removes, 2);
 	assert_int_equal(clr_mdc_send_readd(&c->n[1].m, 4), 0);
 	assert_int_equal(c->n[0].readds + c->n[2].readds, 2);
+	assert_int_equal(c->n[2].last_rx.sender, 1);
+	assert_int_equal(c->n[2].last_rx.type, CLR_MDC_RE_ADD);
 	c->slots[0][0] = 0x81;
 	c->slots[2][7] = 0x02;
 	assert_int_equal(clr_mdc_gather_bitmaps(&c->n[1].m), 0);

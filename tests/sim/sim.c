@@ -37,7 +37,12 @@
 #include <time.h>
 
 #include "cluster/mdc.h"
+#include "cluster/rules.h"
 #include "lock/lock_table.h"
+
+#ifndef CLR_RULES_FAULTS
+#error "tests/sim builds engine/cluster/rules.c and mdc.c with CLR_RULES_FAULTS"
+#endif
 
 #include "coro.h"
 
@@ -59,27 +64,54 @@
 /* ------------------------------------------------------------------ */
 /* options, counters                                                   */
 
+/*
+ * Injected bugs (--inject-bug).  Most break a rule the engine runs too:
+ * they switch clr_rules_fault (engine/cluster/rules.h), which this
+ * program's own build of engine/cluster/rules.c and mdc.c honours
+ * (CLR_RULES_FAULTS, tests/sim/local.mk).  The others break the
+ * simulator's own data path (the engine has its own, engine/array), to
+ * show the checkers catch what they are for.
+ */
 enum bug {
 	BUG_NONE = 0,
+	/* sim-local: checker self-tests */
 	BUG_BITMAP_AFTER_DATA, /* legs issued before the bit is on disk */
-	BUG_BALANCE_RECOVERY,  /* reads ignore clr_mdc_read_first() */
-	BUG_NO_DRAIN,          /* drain() returns at once */
-	BUG_IGNORE_WINDOW,     /* writes ignore clr_mdc_write_blocked() */
 	BUG_ACK_BEFORE_FAIL,   /* failed leg not marked faulty before ack */
 	BUG_CLEAR_PENDING,     /* sweep clears bits under pending writes */
 	BUG_RESYNC_ANY_SOURCE, /* resync reads a random in-sync leg */
 	BUG_READD_READ_EARLY,  /* a rebuilding device is read before in sync */
-	BUG_READD_NO_WRITE,    /* receivers of RE_ADD do not write the device */
+	/* shared: engine/cluster/mdc.c */
+	BUG_BALANCE_RECOVERY,  /* clr_mdc_read_first() says no */
+	BUG_NO_DRAIN,          /* RESYNCING acked without drain() */
 	BUG_NEWDISK_IGNORE,    /* the adder activates a NEWDISK some node lacks */
 	BUG_LEAVE_NO_SYNC,     /* a leaver with NEEDED chunks says it is clean */
-	BUG_IGNORE_HOLD,       /* writes ignore clr_mdc_writes_held() */
+	/* shared: engine/cluster/rules.c */
+	BUG_IGNORE_WINDOW,     /* admission ignores the remote resync window */
+	BUG_IGNORE_HOLD,       /* admission ignores the write hold */
+	BUG_READD_NO_WRITE,    /* receivers of RE_ADD do not write the device */
+	BUG_ORPHAN_NEVER,      /* a dead rebuilder's rebuild is never adopted */
+	BUG_REBUILD_EARLY,     /* a rebuild declared done while others resync */
+	BUG_SB_NO_FAULTY,      /* a reload ignores other nodes' faulty marks */
 	BUG_NCOUNT
 };
 static const char *const bug_names[BUG_NCOUNT] = {
-	"none", "bitmap-after-data", "balance-in-recovery", "no-drain",
-	"ignore-window", "ack-before-fail", "clear-pending",
-	"resync-any-source", "readd-read-early", "readd-no-write",
-	"newdisk-ignore-enoent", "leave-no-needs-sync", "ignore-hold",
+	"none", "bitmap-after-data", "ack-before-fail", "clear-pending",
+	"resync-any-source", "readd-read-early",
+	"balance-in-recovery", "no-drain", "newdisk-ignore-enoent", "leave-no-needs-sync",
+	"ignore-window", "ignore-hold", "readd-no-write", "orphan-never", "rebuild-early",
+	"sb-no-faulty",
+};
+static const enum clr_rules_fault bug_fault[BUG_NCOUNT] = {
+	[BUG_BALANCE_RECOVERY] = CLR_RULES_FAULT_BALANCE_RECOVERY,
+	[BUG_NO_DRAIN] = CLR_RULES_FAULT_NO_DRAIN,
+	[BUG_NEWDISK_IGNORE] = CLR_RULES_FAULT_NEWDISK_IGNORE,
+	[BUG_LEAVE_NO_SYNC] = CLR_RULES_FAULT_LEAVE_NO_SYNC,
+	[BUG_IGNORE_WINDOW] = CLR_RULES_FAULT_IGNORE_WINDOW,
+	[BUG_IGNORE_HOLD] = CLR_RULES_FAULT_IGNORE_HOLD,
+	[BUG_READD_NO_WRITE] = CLR_RULES_FAULT_READD_NO_WRITE,
+	[BUG_ORPHAN_NEVER] = CLR_RULES_FAULT_ORPHAN_NEVER,
+	[BUG_REBUILD_EARLY] = CLR_RULES_FAULT_REBUILD_EARLY,
+	[BUG_SB_NO_FAULTY] = CLR_RULES_FAULT_SB_NO_FAULTY,
 };
 
 struct opts {
@@ -106,6 +138,7 @@ struct opts {
 	bool no_leave;         /* no clean leave */
 	bool resync_merged_early; /* a running resync takes merged chunks
 				   * before want_resync() */
+	bool rules_only;       /* no sim-local late re-add rule (apply_sb) */
 };
 
 struct counters {
@@ -116,6 +149,7 @@ struct counters {
 	uint64_t leaves_clean, leaves_unclean, heals, readds, readd_rollbacks;
 	uint64_t newdisks, newdisk_rollbacks, rebuilds_done, adoptions;
 	uint64_t start_refusals;
+	uint64_t late_readds;
 	uint64_t holds, held_writes;
 };
 
@@ -163,7 +197,10 @@ struct node {
 	bool rebuild[MAXD]; /* re-added / new: written, never read */
 	bool full_merged[MAXD]; /* NEWDISK: all chunks made NEEDED here */
 	int readd_from[MAXD]; /* slot whose RE_ADD we follow, -1 */
-	int rx_sender, rx_type; /* message being received, -1 */
+	bool readd_seen[MAXD]; /* this incarnation processed an RE_ADD of it */
+	uint64_t readd_events[MAXD]; /* superblock events at its RE_ADD (0:
+				      * none): a FAULTY role no newer predates
+				      * it (engine/cluster/rules.h) */
 	bool known[MAXD];   /* a member in this node's view */
 	bool sees_new;      /* NEWDISK: this node can see the spare */
 	bool candidate;     /* NEWDISK: find_disk() found it */
@@ -791,13 +828,10 @@ static void recv_co(void *arg)
 		co_wait(&n->chg, "receive turn");
 	trace("n%d receive %s from slot %d lo %" PRIu64 " hi %" PRIu64,
 	      n->idx, clr_mdc_msg_name(ra->raw.type), m.sender, m.lo, m.hi);
-	n->rx_sender = m.sender;
-	n->rx_type = ra->raw.type;
 	n->vacated &= ~(1ull << m.sender);
 	if (ra->raw.type == CLR_MDC_TAKEOVER && m.slot != (unsigned)m.sender)
 		n->vacated |= 1ull << m.slot;
 	r = clr_mdc_receive(&n->mdc, &ra->raw);
-	n->rx_sender = n->rx_type = -1;
 	/* that slot rejoined: alive again (after its TAKEOVER's reload
 	 * dropped what its previous incarnation left) */
 	if (ra->raw.type == CLR_MDC_TAKEOVER && m.slot == (unsigned)m.sender)
@@ -897,6 +931,9 @@ static bool degraded(struct node *n)
 
 static void fail_device(struct node *n, int dev, const char *why);
 
+/* apply_sb() outside a received message */
+static const struct clr_mdc_rx no_rx = { -1, -1 };
+
 /* Write this node's slot to every in-sync device; durable on the good
  * ones on return.  @return whether some device failed (in @failed[]). */
 static bool flush_own_failed(struct node *n, bool *failed)
@@ -941,51 +978,137 @@ static void flush_own(struct node *n)
 }
 
 /*
- * Apply the superblock's roles to this node's view.  A device another node
- * failed is no longer read from, but our client writes keep going to it,
- * errors ignored ("write-behind"): some node may not have processed the
- * same METADATA_UPDATED yet and still read it (--no-write-behind shows
- * the stale read).  The node that fails a device holds its own acks until
- * the announcement is done (see client_write).
+ * The superblock as md keeps it, for the cluster rules (engine/cluster/
+ * rules.h): device @d's role in the newest superblock is its index (RAID1
+ * here: role = device), FAULTY, or SPARE (not a member).  The simulator
+ * keeps one superblock for all devices (written atomically), so a
+ * device's own superblock says the same, plus recovery (S.sb.rebuilding:
+ * md's recovery offset not at the end; bitmap recovery unless full).
+ * What md does not store, the rebuilder's slot, each node learns as the
+ * engine does (rules: the sender of the METADATA_UPDATED that activated
+ * it, of its RE_ADD); S.sb.rebuilder is only the model's record of who
+ * drives it, used by rebuild_work() and the checker.
  */
-static void apply_sb(struct node *n)
+static struct clr_rules_sbrole rules_sbrole(int d)
 {
-	for (int d = 0; d < S.ndev; d++) {
-		if (S.sb.faulty[d] && n->in_sync[d]) {
-			n->in_sync[d] = false;
-			n->write_behind[d] = !n->failing[d] && !S.o.no_write_behind;
-			trace("n%d sees dev%d faulty%s", n->idx, d,
-			      n->write_behind[d] ? " (writes continue)" : "");
-		}
-		if (!S.sb.member[d] && n->known[d]) {
-			/* a NEWDISK rolled back */
-			n->known[d] = n->rebuild[d] = n->in_sync[d] = false;
-			n->write_behind[d] = false;
-			trace("n%d forgets dev%d", n->idx, d);
-		}
-		if (!S.sb.member[d] && n->candidate && d == S.spare) {
-			n->candidate = false;
-			trace("n%d drops the NEWDISK candidate dev%d", n->idx, d);
-		}
-		if (S.sb.faulty[d] && n->rebuild[d]) {
-			/* A re-add before its role is written: it stands until
-			 * its adder's METADATA_UPDATED (rolled back) or death. */
-			int f = n->readd_from[d];
-			bool keep = f == (int)n->slot ||
-				    (f >= 0 && !(n->dead_slots & (1ull << f)) &&
-				     !(n->rx_sender == f &&
-				       n->rx_type == CLR_MDC_METADATA_UPDATED));
+	struct clr_rules_sbrole r = { true, !S.sb.member[d] ? CLR_RULES_ROLE_SPARE
+					    : S.sb.faulty[d] ? CLR_RULES_ROLE_FAULTY
+							     : (uint16_t)d };
 
-			if (!keep) {
-				n->rebuild[d] = false;
-				n->readd_from[d] = -1;
-				trace("n%d stops writing dev%d (faulty again)", n->idx, d);
-			}
-		}
-		if (!S.sb.faulty[d])
-			n->readd_from[d] = -1;
-		if (S.sb.member[d] && !S.sb.faulty[d] && !n->in_sync[d] &&
-		    !n->rebuild[d]) {
+	return r;
+}
+
+/* Device @d's own superblock (the same one here). */
+static struct clr_rules_own rules_own(int d)
+{
+	struct clr_rules_sbrole r = rules_sbrole(d);
+	struct clr_rules_own o = { .readable = S.sb.member[d], .present = true, .role = r.role,
+				   .recovering = S.sb.rebuilding[d], .bitmap_recovery = !S.sb.full[d],
+				   .events = S.sb.events };
+
+	return o;
+}
+
+/* This node's view of device @d as the rules see a member: in sync,
+ * rebuilding (written, not read; never driven locally in their sense:
+ * the simulator's rebuilder finishes by writing the superblock),
+ * faulty (known, neither), or a spare (not a member here). */
+static struct clr_rules_member rules_member(struct node *n, int d)
+{
+	struct clr_rules_member m = { .role = d, .has_io = true, .rebuilder = n->readd_from[d] };
+
+	if (n->in_sync[d]) {
+		m.state = CLR_RULES_IN_SYNC;
+	} else if (n->rebuild[d]) {
+		m.state = CLR_RULES_REBUILDING;
+		m.remote_rebuild = true;
+		m.readd_events = n->readd_events[d];
+	} else if (n->known[d]) {
+		m.state = CLR_RULES_FAULTY;
+	} else {
+		m.state = CLR_RULES_SPARE;
+		m.role = -1;
+	}
+	m.write_behind = n->write_behind[d];
+	return m;
+}
+
+/* Device @d joins this node's writes (not its reads): our slot image must
+ * reach it before the next legs. */
+static void view_rebuilding(struct node *n, int d)
+{
+	n->rebuild[d] = true;
+	n->bm_epoch++;
+	for (unsigned c = 0; c < NCHUNK; c++)
+		n->ondisk[c] = false;
+	n->known[d] = true;
+	n->write_behind[d] = false;
+	trace("n%d sees dev%d rebuilding", n->idx, d);
+}
+
+static void view_in_sync(struct node *n, int d)
+{
+	n->in_sync[d] = true;
+	n->rebuild[d] = false;
+	n->write_behind[d] = false;
+	n->known[d] = true;
+	trace("n%d sees dev%d in sync", n->idx, d);
+}
+
+/* Device @d failed: not read any more.  Failed by another node (@remote):
+ * our client writes keep going to it, errors ignored ("write-behind"):
+ * some node may not have processed the same METADATA_UPDATED yet and
+ * still read it (--no-write-behind shows the stale read).  The node that
+ * fails a device holds its own acks until the announcement is done (see
+ * client_write). */
+static void view_faulty(struct node *n, int d, bool remote)
+{
+	if (n->in_sync[d]) {
+		n->in_sync[d] = false;
+		n->write_behind[d] = remote && !n->failing[d] && !S.o.no_write_behind;
+		trace("n%d sees dev%d faulty%s", n->idx, d,
+		      n->write_behind[d] ? " (writes continue)" : "");
+	}
+	if (n->rebuild[d]) {
+		n->rebuild[d] = false;
+		n->readd_from[d] = -1;
+		trace("n%d stops writing dev%d (faulty again)", n->idx, d);
+	}
+}
+
+/*
+ * A superblock reload (METADATA_UPDATED, a takeover, our own `metadata`):
+ * the cluster rules decide what changes in this node's view, from the
+ * same facts the engine reads (engine/array/array_cluster.c
+ * reload_sb_ctx()); @rx: the message being processed, or none.
+ */
+static void apply_sb(struct node *n, const struct clr_mdc_rx *rx)
+{
+	struct clr_rules_ctx x = { .sender = rx->sender, .type = rx->type,
+				   .dead = n->dead_slots, .raid_disks = (unsigned)S.ndev,
+				   .sb_events = S.sb.events };
+	struct clr_rules_member m[MAXD];
+	struct clr_rules_sbrole sb[MAXD];
+	struct clr_rules_own own[MAXD];
+	struct clr_rules_change ch[MAXD];
+
+	for (int d = 0; d < S.ndev; d++) {
+		m[d] = rules_member(n, d);
+		if (m[d].state == CLR_RULES_IN_SYNC || m[d].state == CLR_RULES_REBUILDING)
+			clr_rules_role_set(&x, (unsigned)d, true);
+		sb[d] = rules_sbrole(d);
+		/* the engine reads the own superblock of spares and remote
+		 * rebuilds only */
+		if (m[d].state == CLR_RULES_SPARE || m[d].state == CLR_RULES_REBUILDING)
+			own[d] = rules_own(d);
+		else
+			memset(&own[d], 0, sizeof(own[d]));
+	}
+	clr_rules_reload(&x, m, sb, own, (unsigned)S.ndev, ch);
+	for (int d = 0; d < S.ndev; d++) {
+		if (ch[d].what & CLR_RULES_CH_FAULTY)
+			view_faulty(n, d, true);
+		if (ch[d].what & CLR_RULES_CH_ACTIVATE) {
 			if (d == S.spare && !n->sees_new) {
 				/* a starting node refuses to run (join_co) */
 				if (n->joined)
@@ -993,22 +1116,41 @@ static void apply_sb(struct node *n)
 					     " see it", d, n->idx);
 				continue;
 			}
-			/* NEWDISK activated (or a re-add whose RE_ADD we missed):
-			 * our slot image must reach it before the next legs */
-			n->rebuild[d] = true;
-			n->bm_epoch++;
-			for (unsigned c = 0; c < NCHUNK; c++)
-				n->ondisk[c] = false;
-			n->known[d] = true;
-			n->write_behind[d] = false;
-			trace("n%d sees dev%d rebuilding", n->idx, d);
+			/* NEWDISK activated */
+			n->readd_from[d] = ch[d].rebuilder;
+			view_rebuilding(n, d);
 		}
-		if (sb_in_sync(d) && !n->in_sync[d]) {
-			n->in_sync[d] = true;
-			n->rebuild[d] = false;
+		if (ch[d].what & CLR_RULES_CH_CHECKPOINT)
+			n->readd_from[d] = ch[d].rebuilder;
+		if (ch[d].what & CLR_RULES_CH_IN_SYNC)
+			view_in_sync(n, d);
+		/*
+		 * Not in the shared rules (a finding, see README "late
+		 * re-add"): a node that loaded a member FAULTY while another
+		 * node re-added it (it started after the RE_ADD, before the
+		 * role was written) must follow once the superblock gives
+		 * the role back, or it never writes the member, nor sees it
+		 * in sync.  Only for a node that did not process the RE_ADD
+		 * (one that did follows the rules).  --rules-only leaves it
+		 * out.
+		 */
+		if (!S.o.rules_only && m[d].state == CLR_RULES_FAULTY && !ch[d].what &&
+		    sb[d].role == (uint16_t)d && !n->rebuild[d] && !n->readd_seen[d]) {
+			S.c.late_readds++;
+			n->readd_from[d] = rx->type == CLR_MDC_METADATA_UPDATED ? rx->sender : -1;
+			view_rebuilding(n, d);
+			if (sb_in_sync(d))
+				view_in_sync(n, d);
+		}
+		/* the model's own bookkeeping: a NEWDISK rolled back */
+		if (!S.sb.member[d] && n->known[d] && !n->in_sync[d] && !n->rebuild[d]) {
+			n->known[d] = false;
 			n->write_behind[d] = false;
-			n->known[d] = true;
-			trace("n%d sees dev%d in sync", n->idx, d);
+			trace("n%d forgets dev%d", n->idx, d);
+		}
+		if (!S.sb.member[d] && n->candidate && d == S.spare) {
+			n->candidate = false;
+			trace("n%d drops the NEWDISK candidate dev%d", n->idx, d);
 		}
 	}
 	wake_node(n);
@@ -1060,7 +1202,7 @@ static void fail_device(struct node *n, int dev, const char *why)
 		}
 		n->meta_dirty = true;
 		n->meta_failing--;
-		apply_sb(n);
+		view_faulty(n, dev, false); /* our own change (no reload) */
 		/* failing[dev] stays set (acks wait) until the sequence's
 		 * METADATA_UPDATED went out (admin_meta_end) */
 		while (co_cur != n->meta_holder && n->meta_done == gen)
@@ -1100,7 +1242,7 @@ own:
 			reopen_after_dev_failure();
 		}
 	}
-	apply_sb(n);
+	apply_sb(n, &no_rx);
 	if (r == 0) {
 		r = clr_mdc_meta_end(&n->mdc, (uint32_t)good_dev(), changed);
 		if (r < 0)
@@ -1238,26 +1380,26 @@ static int h_drain(void *arg, uint64_t lo, uint64_t hi)
 
 	trace("n%d drain [%" PRIu64 ", %" PRIu64 ")", n->idx, lo, hi);
 	co_yield();
-	if (S.o.bug == BUG_NO_DRAIN)
-		return 0;
 	while (local_write_overlaps(n, lo, hi))
 		co_wait(&n->chg, "drain");
 	trace("n%d drained", n->idx);
 	return 0;
 }
 
-static int h_reload_sb(void *arg, uint32_t dev)
+static int h_reload_sb(void *arg, uint32_t dev, const struct clr_mdc_rx *rx)
 {
 	struct node *n = arg;
 
 	co_yield();
 	trace("n%d reload_sb dev%u", n->idx, dev);
-	apply_sb(n);
+	apply_sb(n, rx);
 	return 0;
 }
 
-static int h_find_disk(void *arg, const uint8_t uuid[16], uint32_t dev)
+static int h_find_disk(void *arg, const uint8_t uuid[16], uint32_t dev,
+		       const struct clr_mdc_rx *rx)
 {
+	(void)rx;
 	struct node *n = arg;
 
 	(void)uuid;
@@ -1271,8 +1413,9 @@ static int h_find_disk(void *arg, const uint8_t uuid[16], uint32_t dev)
 	return 0;
 }
 
-static int h_remote_remove(void *arg, uint32_t dev)
+static int h_remote_remove(void *arg, uint32_t dev, const struct clr_mdc_rx *rx)
 {
+	(void)rx;
 	co_yield();
 	return 0;
 }
@@ -1309,19 +1452,36 @@ static void start_writing(struct node *n, int dev)
 		co_wait(&n->chg, "re-add: draining writes without the device");
 }
 
-static int h_remote_readd(void *arg, uint32_t dev)
+static int h_remote_readd(void *arg, uint32_t dev, const struct clr_mdc_rx *rx)
 {
 	struct node *n = arg;
 
 	co_yield();
-	if ((int)dev >= S.ndev || !S.sb.member[dev] || n->in_sync[dev])
+	if ((int)dev >= S.ndev)
 		return -EINVAL;
-	if (S.readd_refuser == n->idx) {
+	if (S.readd_refuser == n->idx && S.sb.member[dev] && !n->in_sync[dev]) {
 		S.readd_refuser = -1; /* once */
 		trace("n%d refuses RE_ADD dev%u (cannot open it)", n->idx, dev);
 		return -EIO;
 	}
-	n->readd_from[dev] = n->rx_sender;
+	/* the rules decide (engine/cluster/rules.c), as in the engine; the
+	 * device's role is its index, nobody else holds it */
+	struct clr_rules_ctx x = { .sender = rx->sender, .type = rx->type,
+				   .raid_disks = (unsigned)S.ndev, .sb_events = S.sb.events };
+	struct clr_rules_member m = rules_member(n, (int)dev);
+	struct clr_rules_own own = rules_own((int)dev);
+	struct clr_rules_readd d;
+	int r = clr_rules_remote_readd(&x, &m, &own, true, &d);
+
+	if (r)
+		return r;
+	n->readd_seen[dev] = true;
+	if (d.state != CLR_RULES_REBUILDING) {
+		trace("n%d follows RE_ADD dev%u without writing it", n->idx, dev);
+		return 0;
+	}
+	n->readd_from[dev] = d.rebuilder;
+	n->readd_events[dev] = d.readd_events;
 	start_writing(n, (int)dev);
 	return 0;
 }
@@ -1444,15 +1604,17 @@ again:
 			co_wait(&n->chg, "local resync range");
 			continue;
 		}
-		if (S.o.bug != BUG_IGNORE_WINDOW &&
-		    clr_mdc_write_blocked(&n->mdc, lo, hi)) {
+		/* the rules decide (engine/cluster/rules.c), as in the engine */
+		enum clr_rules_admit adm = clr_mdc_admit(&n->mdc, lo, hi);
+
+		if (adm == CLR_RULES_WAIT_WINDOW) {
 			wr_unregister(n, w);
 			trace("n%d write b%u blocked by window", n->idx, b0);
 			co_wait(&n->chg, "write blocked (window)");
 			continue;
 		}
 		/* a node lost with its node is not fenced yet: hold */
-		if (S.o.bug != BUG_IGNORE_HOLD && clr_mdc_writes_held(&n->mdc)) {
+		if (adm == CLR_RULES_WAIT_HOLD) {
 			wr_unregister(n, w);
 			if (!held)
 				S.c.held_writes++;
@@ -1497,9 +1659,6 @@ again:
 		w->devmask = 0;
 		for (int d = 0; d < S.ndev; d++) {
 			if (!n->in_sync[d] && !n->write_behind[d] && !n->rebuild[d])
-				continue;
-			if (n->rebuild[d] && S.o.bug == BUG_READD_NO_WRITE &&
-			    S.sb.rebuilder[d] != (int)n->slot)
 				continue;
 			if (d == S.spare && !n->sees_new)
 				fail("n%d writes the new dev%d it cannot see", n->idx, d);
@@ -1617,8 +1776,6 @@ static bool read_must_be_first(struct node *n, unsigned b0, unsigned nb)
 	for (unsigned c = chunk_of(b0); c <= chunk_of(b0 + nb - 1); c++)
 		if (n->needed[c])
 			return true;
-	if (S.o.bug == BUG_BALANCE_RECOVERY)
-		return false;
 	return clr_mdc_read_first(&n->mdc, lo, hi);
 }
 
@@ -1880,7 +2037,7 @@ static int admin_meta_begin(struct node *n)
 	n->meta_holder = co_cur;
 	n->meta_dirty = false;
 	co_yield(); /* re-read the superblock */
-	apply_sb(n);
+	apply_sb(n, &no_rx);
 	return 0;
 }
 
@@ -1944,15 +2101,20 @@ static bool rebuild_work(struct node *n)
 		if (!S.sb.member[d] || !S.sb.rebuilding[d] || S.sb.faulty[d] || n->leaving ||
 		    !n->joined)
 			continue;
-		mine = rb == (int)n->slot;
-		orphan = !mine && (n->dead_slots & (1ull << rb));
+		/* who finishes it: the rules (engine/cluster/rules.c) */
+		struct clr_rules_ctx x = { .sender = -1, .type = -1, .dead = n->dead_slots };
+		enum clr_rules_owner own = clr_rules_rebuild_owner(&x, rb, n->slot);
+
+		mine = own == CLR_RULES_OWNER_MINE;
+		orphan = own == CLR_RULES_OWNER_ORPHAN;
 		if (!mine && !orphan)
 			continue;
 		if (mine && S.sb.full[d] && !n->full_merged[d]) {
 			merge_all(n, d); /* our previous incarnation's add */
 			return true;
 		}
-		if (!cluster_quiet(n) || (mine && (next_needed(n) >= 0 || n->want_resync))) {
+		if (!clr_rules_rebuild_done(mine && (next_needed(n) >= 0 || n->want_resync),
+					    !cluster_quiet(n))) {
 			struct clr_mdc_stats st;
 
 			clr_mdc_stats(&n->mdc, &st);
@@ -1990,7 +2152,7 @@ static bool rebuild_work(struct node *n)
 				merge_all(n, d);
 			return true;
 		}
-		if (!cluster_quiet(n) || next_needed(n) >= 0 || n->want_resync) {
+		if (!clr_rules_rebuild_done(next_needed(n) >= 0 || n->want_resync, !cluster_quiet(n))) {
 			admin_meta_end(n, false);
 			return true;
 		}
@@ -2001,7 +2163,7 @@ static bool rebuild_work(struct node *n)
 		S.c.rebuilds_done++;
 		trace("sb: dev%d in sync (rebuilt by n%d), events %" PRIu64, d, n->idx,
 		      S.sb.events);
-		apply_sb(n);
+		view_in_sync(n, d); /* our own change (no reload) */
 		admin_meta_end(n, true);
 		return true;
 	}
@@ -2070,7 +2232,7 @@ static void recovery_co(void *arg)
 			/* the dead node may have written a role change it never
 			 * announced (died between sb write and METADATA_UPDATED) */
 			co_yield();
-			apply_sb(n);
+			apply_sb(n, &no_rx);
 		}
 		struct clr_mdc_stats st0, st1;
 
@@ -2117,6 +2279,7 @@ static void readd_co(void *arg)
 		goto out;
 	}
 	n->readd_from[dev] = (int)n->slot;
+	n->readd_events[dev] = S.sb.events;
 	start_writing(n, dev);
 	r = clr_mdc_send_readd(&n->mdc, (uint32_t)dev);
 	if (r == 0) {
@@ -2133,6 +2296,11 @@ static void readd_co(void *arg)
 		trace("n%d re-add dev%d failed (%d): rolled back", n->idx, dev, r);
 		n->rebuild[dev] = false;
 		n->readd_from[dev] = -1;
+		/* Faulty again, written (as the engine does): newer than
+		 * every receiver's readd_events, so they stop writing it */
+		sb_write_delay();
+		S.sb.events++;
+		trace("sb: dev%d faulty again, events %" PRIu64, dev, S.sb.events);
 		admin_meta_end(n, true);
 		if (!S.stopping)
 			add_fault(S.now + 50 + rndn(200), F_READD, dev, 0, 0);
@@ -2145,7 +2313,7 @@ static void readd_co(void *arg)
 	S.sb.events++;
 	S.c.readds++;
 	trace("sb: dev%d rebuilding by n%d, events %" PRIu64, dev, n->idx, S.sb.events);
-	apply_sb(n);
+	apply_sb(n, &no_rx);
 	admin_meta_end(n, true);
 	h_want_resync(n);
 out:
@@ -2179,8 +2347,6 @@ static void newdisk_co(void *arg)
 	}
 	r = clr_mdc_newdisk(&n->mdc, uuid, (uint32_t)dev);
 	trace("n%d newdisk dev%d: %d", n->idx, dev, r);
-	if (r == -ENOENT && S.o.bug == BUG_NEWDISK_IGNORE)
-		r = 0;
 	if (r < 0) {
 		S.c.newdisk_rollbacks++;
 		sb_write_delay();
@@ -2222,8 +2388,6 @@ static void leave_co(void *arg)
 	while (n->clients_running || n->resyncing || n->recovering_now || n->admin)
 		co_wait(&n->chg, "leave: stopping the node's threads");
 	unclean = next_needed(n) >= 0;
-	if (S.o.bug == BUG_LEAVE_NO_SYNC)
-		unclean = false;
 	if (unclean)
 		S.c.leaves_unclean++;
 	else
@@ -2248,7 +2412,6 @@ static void node_fresh(struct node *n)
 	n->slot = slot;
 	n->resync_chunk = -1;
 	n->lvb_reading = -1;
-	n->rx_sender = n->rx_type = -1;
 	for (int d = 0; d < MAXD; d++)
 		n->readd_from[d] = -1;
 	n->inc = ++S.next_inc;
@@ -2465,7 +2628,7 @@ static void join_co(void *arg)
 	if (!S.o.no_start_sb) {
 		r = clr_mdc_meta_begin(&n->mdc);
 		co_yield();
-		apply_sb(n);
+		apply_sb(n, &no_rx);
 		if (r == 0)
 			clr_mdc_meta_end(&n->mdc, (uint32_t)good_dev(), true);
 		if (S.sb.member[S.spare] && !n->sees_new) {
@@ -3094,7 +3257,7 @@ static void usage(void)
 		"           [--trust-loaded-bits] [--no-start-sb] [--no-faults]\n"
 		"           [--no-write-retry] [--no-write-behind]\n"
 		"           [--no-readd] [--no-newdisk] [--no-leave]\n"
-		"           [--resync-merged-early]\n"
+		"           [--resync-merged-early] [--rules-only]\n"
 		"           [--workaround join-announce|reload-after-death|\n"
 		"                         join-lvb-order|lvb-invalid-zero|\n"
 		"                         join-takeover-lvb|all]\n"
@@ -3148,6 +3311,7 @@ int main(int argc, char **argv)
 			if (k == BUG_NCOUNT)
 				usage();
 			o.bug = (enum bug)k;
+			clr_rules_fault = bug_fault[k];
 		} else if (!strcmp(s, "--drain-legs")) {
 			o.drain_legs = true;
 		} else if (!strcmp(s, "--workaround") && v) {
@@ -3181,6 +3345,8 @@ int main(int argc, char **argv)
 			o.no_newdisk = true;
 		} else if (!strcmp(s, "--resync-merged-early")) {
 			o.resync_merged_early = true;
+		} else if (!strcmp(s, "--rules-only")) {
+			o.rules_only = true;
 		} else if (!strcmp(s, "--no-leave")) {
 			o.no_leave = true;
 		} else if (!strcmp(s, "--no-faults")) {
@@ -3213,6 +3379,8 @@ int main(int argc, char **argv)
 		ADDOPT(" --no-leave");
 	if (o.resync_merged_early)
 		ADDOPT(" --resync-merged-early");
+	if (o.rules_only)
+		ADDOPT(" --rules-only");
 	if (o.no_start_sb)
 		ADDOPT(" --no-start-sb");
 	if (o.no_write_retry)
@@ -3285,7 +3453,8 @@ int main(int argc, char **argv)
 	       "; leaves clean %" PRIu64 " / with NEEDED %" PRIu64 ", heals %" PRIu64
 	       ", re-adds %" PRIu64 " (rolled back %" PRIu64 "), newdisks %" PRIu64
 	       " (rolled back %" PRIu64 "), rebuilds done %" PRIu64 " (resumed by a survivor %"
-	       PRIu64 "), starts refused (member unseen) %" PRIu64 ", steps %" PRIu64 " (%.1f s)\n",
+	       PRIu64 "), starts refused (member unseen) %" PRIu64
+	       ", late re-adds followed (sim-local rule) %" PRIu64 ", steps %" PRIu64 " (%.1f s)\n",
 	       S.c.seeds, S.c.failures, S.c.crashes, S.c.restarts, S.c.dev_failures,
 	       S.c.path_losses, S.c.slow_io, S.c.takeovers, S.c.resync_chunks,
 	       S.c.msgs, S.c.writes_acked, S.c.reads_checked, S.c.reopened, S.c.orphan_bits,
@@ -3293,7 +3462,7 @@ int main(int argc, char **argv)
 	       S.c.leaves_clean, S.c.leaves_unclean,
 	       S.c.heals, S.c.readds, S.c.readd_rollbacks, S.c.newdisks,
 	       S.c.newdisk_rollbacks, S.c.rebuilds_done, S.c.adoptions,
-	       S.c.start_refusals, S.c.steps,
+	       S.c.start_refusals, S.c.late_readds, S.c.steps,
 	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	return 0;
 }
