@@ -1,7 +1,7 @@
 /* clraid array core: the sync thread. One action at a time: resync of
  * NEEDED bitmap chunks (initial, after a crash, re-add), recovery onto a
  * rebuilding member, check and repair. Every unit takes the range lock the
- * client writes take, so sync and client writes never race (§7.4). */
+ * client writes take, so sync and client writes never race (doc/architecture.md §3 (d)). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>

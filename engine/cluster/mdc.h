@@ -1,6 +1,6 @@
 /*
  * clraid cluster protocol core: md-cluster's protocols for RAID1/10
- * (md-cluster-reference §3), written once and run by two hosts:
+ * (doc/architecture.md §4), written once and run by two hosts:
  *
  *   - the engine (engine/array/array_cluster.c): host ops call the real
  *     lock service (lock.h), broadcast channel (bcast.h) and array core,
@@ -225,7 +225,7 @@ int clr_mdc_init(struct clr_mdc *m, const struct clr_mdc_config *c,
 void clr_mdc_destroy(struct clr_mdc *m);
 
 /**
- * Join (md §3.3 steps 5-9), after the lockspace and broadcast channel are
+ * Join (doc/architecture.md §4.3), after the lockspace and broadcast channel are
  * open: take our bitmap lock EX (NOQUEUE, polled while a survivor still
  * takes over our previous incarnation's bits; -EBUSY after 30 s), read our
  * own bits and down-convert to PW publishing a fresh LVB (so nobody reads
@@ -247,7 +247,7 @@ void clr_mdc_destroy(struct clr_mdc *m);
 int clr_mdc_join(struct clr_mdc *m);
 
 /**
- * Leave (§3.4): if @unclean (NEEDED chunks remain), send BITMAP_NEEDS_SYNC
+ * Leave (doc/architecture.md §4.4): if @unclean (NEEDED chunks remain), send BITMAP_NEEDS_SYNC
  * so another node takes our bits over once we are gone; then release
  * every lock this core took.
  */
@@ -279,7 +279,7 @@ void clr_mdc_on_done(struct clr_mdc *m);
 bool clr_mdc_recovery_pending(struct clr_mdc *m);
 
 /**
- * Take over every queued slot, highest first (§3.5): PW NOQUEUE on its
+ * Take over every queued slot, highest first (doc/architecture.md §4.5): PW NOQUEUE on its
  * bitmap lock, polled with pause() while busy (the dead owner's lock is
  * released once its death is confirmed); a slot leaves the queue when
  * someone else's TAKEOVER for it arrives (another survivor won, or its
@@ -339,7 +339,7 @@ int clr_mdc_meta_begin(struct clr_mdc *m);
  *  @send false only releases (nothing changed).  @return send's result. */
 int clr_mdc_meta_end(struct clr_mdc *m, uint32_t good_dev, bool send);
 /**
- * Adding a spare (§3.9), with `metadata` held: broadcast NEWDISK(@uuid,
+ * Adding a spare (doc/architecture.md §4.9), with `metadata` held: broadcast NEWDISK(@uuid,
  * @dev_number), then try no-new-dev EX NOQUEUE: granted -> every node
  * found the disk, back to CR, return 0 (the host writes the superblocks
  * and calls clr_mdc_meta_end); busy -> -ENOENT: some node lacks it, the
@@ -351,7 +351,7 @@ int clr_mdc_newdisk(struct clr_mdc *m, const uint8_t uuid[16], uint32_t dev_numb
 int clr_mdc_send_remove(struct clr_mdc *m, uint32_t dev_number);
 int clr_mdc_send_readd(struct clr_mdc *m, uint32_t dev_number);
 /**
- * Re-add (§3.11): merge every other slot's on-disk bits into ours (without
+ * Re-add (doc/architecture.md §4.11): merge every other slot's on-disk bits into ours (without
  * clearing them) so the returning member gets every chunk any node wrote
  * while it was out.  Call after clr_mdc_send_readd() (all nodes write to
  * it by then).

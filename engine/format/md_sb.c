@@ -1,4 +1,4 @@
-/* md v1.2 superblock encode/decode. Field offsets: reference §1.2. */
+/* md v1.2 superblock encode/decode. Field offsets: doc/architecture.md §2.2. */
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>

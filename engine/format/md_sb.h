@@ -1,6 +1,6 @@
 /* md v1.2 superblock (struct mdp_superblock_1): host representation,
  * encode/decode and validation. Pure code, no I/O.
- * Layout and rules: md-cluster-reference.md §1.2-§1.8. */
+ * Layout and rules: doc/architecture.md §2.2-§2.3. */
 #ifndef CLR_FORMAT_MD_SB_H
 #define CLR_FORMAT_MD_SB_H
 
@@ -123,7 +123,7 @@ uint64_t clr_md_array_sectors(int32_t level, uint32_t layout, uint32_t raid_disk
                               uint64_t size, uint32_t chunk_sectors);
 
 /** Resync address space covered by the bitmap: the member size for
- *  RAID1/5/6, the array size for RAID10 (reference §1.9). */
+ *  RAID1/5/6, the array size for RAID10 (doc/architecture.md §2.4). */
 uint64_t clr_md_sync_sectors(const struct clr_md_sb *sb);
 
 /** mdadm-style level name ("raid1") or NULL if unknown. */

@@ -12,7 +12,7 @@
 #include "lock/lock_wire.h"
 
 /*
- * Lock use per round (md-cluster §3.1, with requests on different locks
+ * Lock use per round (doc/architecture.md §4.1, with requests on different locks
  * pipelined where agreed order already gives the order md waits for):
  *   sender:   token EX (kept until another member's BAST asks for it),
  *             message NL->EX, then [message EX->CW with the LVB,

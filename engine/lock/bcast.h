@@ -1,6 +1,6 @@
 /*
- * Cluster broadcast over the lock service, the md-cluster way (reference
- * §3.1): `token` serialises senders, the message travels in the LVB of
+ * Cluster broadcast over the lock service, the md-cluster way (doc/architecture.md
+ * §4.1): `token` serialises senders, the message travels in the LVB of
  * `message`, and `ack` (held CR by every member at rest) is the barrier:
  * the sender's CR->EX is granted only once every receiver has processed the
  * message and dropped its CR.  The EX BAST on `ack` is the "new message"

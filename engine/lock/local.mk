@@ -1,4 +1,4 @@
-# engine/lock: the cluster lock service (ARCHITECTURE §4): one DLM-semantics
+# engine/lock: the cluster lock service (doc/architecture.md §4): one DLM-semantics
 # interface (lock.h), the pure lock table, the local / cpg / dlm backends,
 # and md-cluster style broadcast (bcast.h).  Built as its own convenience
 # library so that only these files see the corosync/pacemaker/dlm flags.

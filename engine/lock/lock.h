@@ -1,6 +1,6 @@
 /*
  * clraid cluster lock service: the one interface all cluster coordination
- * goes through (ARCHITECTURE §4).  DLM semantics: a lockspace per array,
+ * goes through (doc/architecture.md §4).  DLM semantics: a lockspace per array,
  * resources by name, modes NL..EX, conversions, NOQUEUE, a 32-byte LVB,
  * blocking callbacks and membership events.
  *

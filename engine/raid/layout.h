@@ -4,7 +4,7 @@
  *
  * All sectors are 512-byte units. A "device sector" is relative to the
  * member's data_offset (what md calls the rdev sector before adding
- * data_offset). Encodings: md-cluster-reference.md §1.7; the arithmetic
+ * data_offset). Encodings: doc/architecture.md §2.3; the arithmetic
  * follows Linux md (raid10.c __raid10_find_phys/raid10_find_virt/
  * calc_sectors/raid10_size, raid5.c raid5_compute_sector/
  * raid5_compute_blocknr/raid5_size) so an array we write is the array md

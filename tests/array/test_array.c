@@ -763,7 +763,7 @@ static void test_bitmap_events_cleared(void **st)
     rmfiles(&t);
 }
 
-/* ---- client writes during a resync never race it (§7.4) ---- */
+/* ---- client writes during a resync never race it (doc/architecture.md §3 (d)) ---- */
 
 static void resync_vs_writes(int level, unsigned nd)
 {

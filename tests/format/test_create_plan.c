@@ -33,7 +33,7 @@ static void test_mdadm_worked_example(void **state)
     params(&p, 1, 2);
     p.bitmap_chunk_kib = 65536;
     assert_int_equal(clr_create_plan(&p, sizes, 2, &plan, &e), 0);
-    /* reference §1.13: what mdadm writes for the same command */
+    /* doc/architecture.md §2.6: what mdadm writes for the same command */
     assert_int_equal(plan.data_offset, 4096);
     assert_int_equal(plan.size, 2093056);
     assert_int_equal(plan.bitmap_bits, 16);

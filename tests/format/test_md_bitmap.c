@@ -1,4 +1,4 @@
-/* Unit tests: bitmap superblock and per-node placement (reference §1.9-1.13). */
+/* Unit tests: bitmap superblock and per-node placement (doc/architecture.md §2.4-§2.6). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -64,7 +64,7 @@ static void test_worked_example_placement(void **state)
     (void)state;
     sample(&b);
     sample_sb(&sb);
-    /* §1.13: 16 bits, stride 4096 bytes, slots at 8192, 12288, 16384, 20480. */
+    /* doc/architecture.md §2.6: 16 bits, stride 4096 bytes, slots at 8192, 12288, 16384, 20480. */
     assert_int_equal(clr_bitmap_bits(b.sync_size, b.chunksize), 16);
     assert_int_equal(clr_bitmap_stride_bytes(b.sync_size, b.chunksize), 4096);
     assert_int_equal(clr_bitmap_slot_offset(&sb, &b, 0), 8192);

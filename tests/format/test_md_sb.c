@@ -13,7 +13,7 @@
 static uint8_t buf[CLR_MD_SB_AREA_BYTES];
 static const uint64_t DEV = 2097152;   /* 1 GiB in sectors */
 
-/* A valid 2-disk clustered RAID1 as in reference §1.13. */
+/* A valid 2-disk clustered RAID1 as in doc/architecture.md §2.6. */
 static void sample(struct clr_md_sb *sb)
 {
     memset(sb, 0, sizeof *sb);
@@ -85,7 +85,7 @@ static void test_csum_matches_md_algorithm(void **state)
     a.max_dev = 129;   /* odd: exercises the trailing 16-bit word */
     a.dev_roles[128] = CLR_MD_ROLE_SPARE;
     assert_int_equal(clr_md_sb_encode(&a, buf, sizeof buf), 0);
-    /* Independent statement of §1.5 with the csum field zeroed. */
+    /* Independent statement of the checksum (doc/architecture.md §2.2) with the csum field zeroed. */
     uint8_t copy[CLR_MD_SB_AREA_BYTES];
     memcpy(copy, buf, sizeof copy);
     memset(copy + 216, 0, 4);

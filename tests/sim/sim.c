@@ -1,5 +1,5 @@
 /*
- * clraid deterministic cluster simulator (ARCHITECTURE §7).
+ * clraid deterministic cluster simulator (doc/architecture.md §8).
  *
  * N nodes and M shared devices run the real protocol core
  * (engine/cluster/mdc.c) over the pure lock table (engine/lock/lock_table.c)
@@ -1165,7 +1165,7 @@ static int good_dev(void)
 }
 
 /* A leg (or a bitmap/resync I/O) failed: fail the device cluster-wide
- * before going on (ARCHITECTURE §3). */
+ * before going on (doc/architecture.md §3 (a), §3.2). */
 static void fail_device(struct node *n, int dev, const char *why)
 {
 	int r;
@@ -2322,7 +2322,7 @@ out:
 }
 
 /*
- * NEWDISK (§3.9): the adder writes the spare's superblock, NEWDISK under
+ * NEWDISK (doc/architecture.md §4.9): the adder writes the spare's superblock, NEWDISK under
  * metadata; 0: the role goes in as rebuilding (full recovery), -ENOENT:
  * the spare's superblock is erased; METADATA_UPDATED either way.
  */
