@@ -1,6 +1,7 @@
 #!/bin/sh
 # Rebuilds the tree with a sanitizer in a private copy and runs the unit
-# tests there:   scripts/check-sanitizers.sh asan|tsan
+# tests and the simulator there:   scripts/check-sanitizers.sh asan|tsan
+# (SAN_SIM_SEEDS seeds per simulator configuration, default 120).
 # (valgrind needs no rebuild: `make check-valgrind`).
 set -eu
 kind=${1:-asan}
@@ -30,3 +31,20 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 make -j"$(nproc)" check TESTS="$tests"
 echo "$kind: unit tests clean ($tests)"
+# The simulator (built with the same sanitizer): every configuration that
+# run-sim.sh uses, fewer seeds (under TSan its shadow memory grows with each
+# seed of one process, so the seeds run in chunks of ${SAN_SIM_CHUNK}).
+n=${SAN_SIM_SEEDS:-120}
+chunk=${SAN_SIM_CHUNK:-60}
+for cfg in "--nodes 2 --devices 2" "--nodes 3 --devices 2 --no-start-sb --no-newdisk" \
+	   "--nodes 3 --devices 3" "--nodes 4 --devices 4"; do
+	lo=1
+	while [ "$lo" -le "$n" ]; do
+		hi=$((lo + chunk - 1)); [ "$hi" -le "$n" ] || hi=$n
+		# shellcheck disable=SC2086
+		out=$(./tests/sim/sim --seeds "$lo-$hi" $cfg 2>&1) || { echo "$out"; echo "$kind: sim [$cfg] seeds $lo-$hi failed" >&2; exit 1; }
+		lo=$((hi + 1))
+	done
+	echo "$kind: sim [$cfg] seeds 1-$n clean"
+done
+echo "$kind: simulator clean"
