@@ -1634,6 +1634,48 @@ static int cl_join_retrying(struct arr_cluster *cl)
     }
 }
 
+/* start, under `metadata` after the join: every member the newest
+ * superblock gives a role runs here (clr_rules_start_missing).  Else -ESTALE:
+ * the caller assembles again (the member is rebuilding or in sync now). */
+static int cl_start_check(struct clr_array *a, struct clr_err *e)
+{
+    struct clr_rules_ctx x = { .sender = -1, .type = -1 };
+    struct clr_rules_member *rm;
+    struct clr_rules_sbrole *rs;
+    struct clr_md_sb sb;
+    int rc = read_newest_sb(a, &sb), miss;
+    unsigned n;
+
+    if (rc)
+        return clr_err_set(e, rc, "cannot re-read the superblocks after joining: %s", strerror(-rc));
+    n = sb.max_dev;
+    rm = calloc(n ? n : 1, sizeof *rm);
+    rs = calloc(n ? n : 1, sizeof *rs);
+    if (!rm || !rs) {
+        free(rm);
+        free(rs);
+        return clr_err_set(e, -ENOMEM, "out of memory");
+    }
+    for (unsigned i = 0; i < n; i++) {
+        rs[i] = rules_sbrole(&sb, i);
+        rm[i] = (struct clr_rules_member){ .state = CLR_RULES_REMOVED, .role = -1, .rebuilder = -1 };
+    }
+    arr_mutex_lock(&a->lock);
+    x.raid_disks = a->g.raid_disks;
+    for (unsigned j = 0; j < a->nmem; j++)
+        if (a->mem[j]->dev_number < n)
+            rm[a->mem[j]->dev_number] = rules_member(a->mem[j]);
+    arr_mutex_unlock(&a->lock);
+    miss = clr_rules_start_missing(&x, rm, rs, n);
+    rc = 0;
+    if (miss >= 0)
+        rc = clr_err_set(e, -ESTALE, "device %d holds role %u in the array, but this node does not run it (another node re-added it while this node started, or its path was not given): not started; start again with every member",
+                         miss, rs[miss].role);
+    free(rm);
+    free(rs);
+    return rc;
+}
+
 /* start: join, then write our bits back.  A member failing meanwhile must
  * not wait for a thaw nobody can give (we are inside run): the start
  * fails instead.  On failure we have left again. */
@@ -1669,10 +1711,12 @@ static int cl_join(struct clr_array *a, struct arr_cluster *cl, struct clr_err *
          * clustered path: re-read under `metadata`, METADATA_UPDATED (the
          * others re-read too: a role change a dead writer never announced) */
         rc = cl_meta_begin(a);
-        if (rc == 0)
-            rc = cl_meta_end(a, true);
-        if (rc)
+        if (rc == 0 && (rc = cl_start_check(a, e)) != 0)
+            cl_meta_end(a, false);
+        else if (rc == 0 && (rc = cl_meta_end(a, true)) != 0)
             clr_err_set(e, rc, "cannot announce this node's start to the cluster: %s", strerror(-rc));
+        else if (rc)
+            clr_err_set(e, rc, "cannot take the cluster metadata lock to announce this node's start: %s", strerror(-rc));
     }
     if (rc) {
         clr_mdc_leave(&cl->mdc, clr_arr_needed_extent(a, &lo, &hi));

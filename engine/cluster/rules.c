@@ -105,6 +105,20 @@ bool clr_rules_reload(const struct clr_rules_ctx *x, const struct clr_rules_memb
 	return changed;
 }
 
+int clr_rules_start_missing(const struct clr_rules_ctx *x, const struct clr_rules_member *m,
+			    const struct clr_rules_sbrole *sb, unsigned n)
+{
+	if (CLR_RULES_FAULT(CLR_RULES_FAULT_START_MISSING))
+		return -1;
+	for (unsigned i = 0; i < n; i++) {
+		if (!sb[i].present || sb[i].role >= x->raid_disks)
+			continue;
+		if (m[i].state == CLR_RULES_FAULTY || m[i].state == CLR_RULES_REMOVED || !m[i].has_io)
+			return (int)i;
+	}
+	return -1;
+}
+
 bool clr_rules_candidate_waits(const struct clr_rules_ctx *x, int adder)
 {
 	/* a live adder's NEWDISK may still be in flight: its METADATA_UPDATED

@@ -10,7 +10,7 @@
  * plain structs the caller filled and writes only the caller's arrays.
  *
  * Slots are 0-based bitmap slots (engine/cluster/mdc.h).  Roles are md's
- * (doc/format.md): 0..raid_disks-1 active, CLR_RULES_ROLE_FAULTY,
+ * (doc/architecture.md §2.2): 0..raid_disks-1 active, CLR_RULES_ROLE_FAULTY,
  * CLR_RULES_ROLE_SPARE.
  */
 #ifndef CLRAID_CLUSTER_RULES_H
@@ -142,6 +142,22 @@ bool clr_rules_recovered_elsewhere(const struct clr_rules_own *own,
 				   const struct clr_rules_sbrole *sb, uint64_t sb_events,
 				   int role);
 
+/* ---- start ---- */
+
+/**
+ * A node that starts, holding `metadata` after its join: every member the
+ * newest superblock gives a role (in sync or rebuilding: @sb[i].role <
+ * raid_disks) must be one it runs (@m[i] IN_SYNC, REBUILDING or SPARE),
+ * or it would never write that member while the others read it.  This
+ * happens when another node re-added a member this node loaded as faulty
+ * (the RE_ADD went out before this node joined; the re-adder held
+ * `metadata` until the role was written), or when the member's path was
+ * not given here.  @return the first such member's index (the node does
+ * not start; it re-reads the superblocks and starts again), or -1.
+ */
+int clr_rules_start_missing(const struct clr_rules_ctx *x, const struct clr_rules_member *m,
+			    const struct clr_rules_sbrole *sb, unsigned n);
+
 /* ---- NEWDISK candidates ---- */
 
 /** A candidate added by slot @adder (-1: unknown) waits (its adder is
@@ -253,6 +269,8 @@ enum clr_rules_fault {
 	CLR_RULES_FAULT_REBUILD_EARLY,  /**< a rebuild is declared done while
 					 *   the cluster still resyncs */
 	CLR_RULES_FAULT_SB_NO_FAULTY,   /**< reload ignores remote faulty marks */
+	CLR_RULES_FAULT_START_MISSING,  /**< a start misses a member re-added
+					 *   elsewhere while it started */
 	CLR_RULES_FAULT_NCOUNT
 };
 

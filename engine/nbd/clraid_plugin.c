@@ -164,7 +164,8 @@ static void clraid_log(void *opaque, int prio, const char *msg)
         nbdkit_debug("%s: %s", name, msg);
 }
 
-static int clraid_get_ready(void)
+/* Assembles the array from the configured devices (writes nothing). */
+static int assemble(void)
 {
     struct clr_array_config cfg = {
         .name = name,
@@ -186,11 +187,19 @@ static int clraid_get_ready(void)
     return 0;
 }
 
+static int clraid_get_ready(void)
+{
+    return assemble();
+}
+
 static void clraid_request_stop(void *opaque)
 {
     nbdkit_debug("%s: stop requested on the control socket", name);
     nbdkit_shutdown();
 }
+
+/* Starts tried when the membership changes under a start (-ESTALE). */
+#define START_TRIES 5
 
 static int clraid_after_fork(void)
 {
@@ -199,6 +208,18 @@ static int clraid_after_fork(void)
     int rc;
 
     rc = clr_array_run(array, &e);
+    /* -ESTALE: a member was re-added by another node while we started
+     * (clr_rules_start_missing): the start was undone; assemble again
+     * from what is on disk now, which includes it */
+    for (int tries = 1; rc == -ESTALE && tries < START_TRIES; tries++) {
+        fprintf(stderr, "nbdkit: %s: notice: %s; assembling again\n", name, e.msg);
+        clr_array_free(array);
+        array = NULL;
+        if (assemble() != 0)
+            return -1;
+        e.msg[0] = 0;
+        rc = clr_array_run(array, &e);
+    }
     if (rc) {
         nbdkit_error("%s", e.msg[0] ? e.msg : strerror(-rc));
         return -1;

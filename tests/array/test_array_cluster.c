@@ -1378,6 +1378,69 @@ static void test_start_during_readd(void **s)
     rmfiles(&t);
 }
 
+/* ---- a node that assembled while a member was faulty, and runs after
+ * another node re-added it, must not run without it: refused (-ESTALE),
+ * and a second assembly takes it (doc/architecture.md §4.3).  A node
+ * given no path for an in-sync member is refused the same way. ---- */
+static void test_start_missing_member(void **s)
+{
+    struct clr_array *a, *b = NULL;
+    struct clr_err e = { "" };
+    uint8_t *buf = aligned_alloc(4096, 1 << 20), *rd = aligned_alloc(4096, 1 << 20);
+    struct clr_array_config c;
+    struct tarr t;
+    char st[32];
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    /* without the path of an in-sync member */
+    c = cfg_for(&t, 1, "local");
+    c.ndevices = 1;
+    assert_int_equal(clr_array_assemble(&c, &b, &e), 0);
+    assert_int_equal(clr_array_run(b, &e), -ESTALE);
+    assert_non_null(strstr(e.msg, "does not run it"));
+    clr_array_free(b);
+    b = NULL;
+    /* assembled while d1 is faulty, run after a re-add elsewhere */
+    if (clr_array_fail_device(a, t.path[1], &e) != 0)
+        fail_msg("fail: %s", e.msg);
+    memset(buf, 0x5a, 1 << 20);
+    assert_int_equal(clr_array_pwrite(a, buf, 1 << 20, 3 << 20, 0), 0);
+    c = cfg_for(&t, 1, "local");
+    c.flags |= CLR_ARRAY_SKIP_STALE;
+    e.msg[0] = 0;
+    assert_int_equal(clr_array_assemble(&c, &b, &e), 0);
+    if (clr_array_readd_device(a, t.path[1], &e) != 0)
+        fail_msg("re-add: %s", e.msg);
+    e.msg[0] = 0;
+    assert_int_equal(clr_array_run(b, &e), -ESTALE);
+    assert_non_null(strstr(e.msg, "device 1 holds role 1"));
+    clr_array_free(b);
+    b = NULL;
+    assert_int_equal(clr_array_assemble(&c, &b, &e), 0);
+    if (clr_array_run(b, &e) != 0)
+        fail_msg("run again: %s", e.msg);
+    assert_non_null(find_dev_state(b, t.path[1], st, sizeof st));
+    /* b writes it from now on: once a says in sync, so does b */
+    memset(buf, 0x6b, 1 << 20);
+    assert_int_equal(clr_array_pwrite(b, buf, 1 << 20, 4 << 20, 0), 0);
+    wait_idle(a);
+    WAIT_FOR(dev_is(a, t.path[1], "in_sync"), 30000);
+    WAIT_FOR(dev_is(b, t.path[1], "in_sync"), 10000);
+    assert_int_equal(clr_array_pread(b, rd, 1 << 20, 4 << 20), 0);
+    assert_memory_equal(buf, rd, 1 << 20);
+    assert_int_equal(check_mismatches(b), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    assert_int_equal(clr_array_stop(a), 0);
+    assert_copies_equal(&t, clr_array_size(a));
+    clr_array_free(a);
+    clr_array_free(b);
+    free(buf);
+    free(rd);
+    rmfiles(&t);
+}
+
 /* ---- a reload outside `metadata` in the middle of a re-add (a takeover
  * after a death) does not take the member's old FAULTY role ---- */
 
@@ -1703,6 +1766,7 @@ int main(void)
         cmocka_unit_test(test_readd_under_load),
         cmocka_unit_test(test_rejoin_during_takeover),
         cmocka_unit_test(test_start_during_readd),
+        cmocka_unit_test(test_start_missing_member),
         cmocka_unit_test(test_takeover_during_readd),
         cmocka_unit_test(test_spare_preactivation_sb),
         cmocka_unit_test(test_write_behind_leg_fails),

@@ -348,6 +348,43 @@ static void test_remote_readd(void **state)
 	assert_int_equal(clr_rules_remote_readd(&x, &m, &o, true, &d), -EINVAL);
 }
 
+/* A start must run every member the superblock gives a role: one it
+ * loaded faulty (re-added elsewhere meanwhile), one it has no handle for
+ * (path not given) or none at all is refused; spares and faulty roles
+ * need not be run, nor roles beyond raid_disks. */
+static void test_start_missing(void **state)
+{
+	struct clr_rules_ctx x = ctx(-1, -1, 10);
+	struct clr_rules_member m[4] = { mem(CLR_RULES_IN_SYNC, 0), mem(CLR_RULES_REBUILDING, 1),
+					 mem(CLR_RULES_FAULTY, -1), mem(CLR_RULES_SPARE, -1) };
+	struct clr_rules_sbrole sb[4] = { sbr(0), sbr(1), sbr(CLR_RULES_ROLE_FAULTY),
+					  sbr(CLR_RULES_ROLE_SPARE) };
+
+	(void)state;
+	assert_int_equal(clr_rules_start_missing(&x, m, sb, 4), -1);
+	/* member 1 re-added elsewhere while this node loaded it faulty */
+	m[1] = mem(CLR_RULES_FAULTY, 1);
+	assert_int_equal(clr_rules_start_missing(&x, m, sb, 4), 1);
+	/* not even known here (left out, or its path not given) */
+	m[1] = mem(CLR_RULES_REMOVED, -1);
+	assert_int_equal(clr_rules_start_missing(&x, m, sb, 4), 1);
+	m[1] = mem(CLR_RULES_REBUILDING, 1);
+	m[1].has_io = false;
+	assert_int_equal(clr_rules_start_missing(&x, m, sb, 4), 1);
+	m[1].has_io = true;
+	/* the first one is named */
+	m[0] = mem(CLR_RULES_FAULTY, 0);
+	m[1] = mem(CLR_RULES_FAULTY, 1);
+	assert_int_equal(clr_rules_start_missing(&x, m, sb, 4), 0);
+	/* a role beyond raid_disks, or a member not in the superblock */
+	m[0] = mem(CLR_RULES_IN_SYNC, 0);
+	sb[1] = sbr(2);
+	assert_int_equal(clr_rules_start_missing(&x, m, sb, 4), -1);
+	sb[1].present = false;
+	sb[1].role = 1;
+	assert_int_equal(clr_rules_start_missing(&x, m, sb, 4), -1);
+}
+
 /* Admission: a remote window holds writes inside it, a lost unfenced
  * node holds every write. */
 static void test_admit(void **state)
@@ -386,6 +423,7 @@ int main(void)
 		cmocka_unit_test(test_orphans),
 		cmocka_unit_test(test_rebuild_owner),
 		cmocka_unit_test(test_remote_readd),
+		cmocka_unit_test(test_start_missing),
 		cmocka_unit_test(test_admit),
 	};
 

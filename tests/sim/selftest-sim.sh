@@ -14,12 +14,13 @@ run() { # bug [options...]
 
 # Shared rules: each bug breaks a rule the engine runs too, in
 # engine/cluster/rules.c (write admission, remote RE_ADD, rebuild ownership
-# and completion, superblock reload) or engine/cluster/mdc.c (read balancing during recovery,
+# and completion, superblock reload, the start's member check) or
+# engine/cluster/mdc.c (read balancing during recovery,
 # draining a resync window, NEWDISK agreement, unclean leave).  The
 # simulator's build of those files has the fault switch (CLR_RULES_FAULTS);
 # the engine's has none.
 for bug in ignore-window ignore-hold readd-no-write orphan-never sb-no-faulty \
-	   balance-in-recovery no-drain newdisk-ignore-enoent leave-no-needs-sync; do
+	   start-missing balance-in-recovery no-drain newdisk-ignore-enoent leave-no-needs-sync; do
 	run "$bug"
 done
 run rebuild-early --nodes 2 --devices 2

@@ -92,6 +92,7 @@ enum bug {
 	BUG_ORPHAN_NEVER,      /* a dead rebuilder's rebuild is never adopted */
 	BUG_REBUILD_EARLY,     /* a rebuild declared done while others resync */
 	BUG_SB_NO_FAULTY,      /* a reload ignores other nodes' faulty marks */
+	BUG_START_MISSING,     /* a start ignores a member re-added meanwhile */
 	BUG_NCOUNT
 };
 static const char *const bug_names[BUG_NCOUNT] = {
@@ -99,7 +100,7 @@ static const char *const bug_names[BUG_NCOUNT] = {
 	"resync-any-source", "readd-read-early",
 	"balance-in-recovery", "no-drain", "newdisk-ignore-enoent", "leave-no-needs-sync",
 	"ignore-window", "ignore-hold", "readd-no-write", "orphan-never", "rebuild-early",
-	"sb-no-faulty",
+	"sb-no-faulty", "start-missing",
 };
 static const enum clr_rules_fault bug_fault[BUG_NCOUNT] = {
 	[BUG_BALANCE_RECOVERY] = CLR_RULES_FAULT_BALANCE_RECOVERY,
@@ -112,6 +113,7 @@ static const enum clr_rules_fault bug_fault[BUG_NCOUNT] = {
 	[BUG_ORPHAN_NEVER] = CLR_RULES_FAULT_ORPHAN_NEVER,
 	[BUG_REBUILD_EARLY] = CLR_RULES_FAULT_REBUILD_EARLY,
 	[BUG_SB_NO_FAULTY] = CLR_RULES_FAULT_SB_NO_FAULTY,
+	[BUG_START_MISSING] = CLR_RULES_FAULT_START_MISSING,
 };
 
 struct opts {
@@ -138,7 +140,6 @@ struct opts {
 	bool no_leave;         /* no clean leave */
 	bool resync_merged_early; /* a running resync takes merged chunks
 				   * before want_resync() */
-	bool rules_only;       /* no sim-local late re-add rule (apply_sb) */
 };
 
 struct counters {
@@ -149,7 +150,7 @@ struct counters {
 	uint64_t leaves_clean, leaves_unclean, heals, readds, readd_rollbacks;
 	uint64_t newdisks, newdisk_rollbacks, rebuilds_done, adoptions;
 	uint64_t start_refusals;
-	uint64_t late_readds;
+	uint64_t late_starts;
 	uint64_t holds, held_writes;
 };
 
@@ -847,6 +848,17 @@ static void recv_co(void *arg)
 	free(ra);
 }
 
+/* Frees a finished or killed coroutine: a receive killed before it ran to
+ * the end (its node crashed or left) still owns its argument. */
+static void sim_co_free(struct co *c)
+{
+	if (!c)
+		return;
+	if (c->fn == recv_co && c->st != CO_DONE)
+		free(c->arg);
+	co_free(c);
+}
+
 static int h_send(void *arg, const struct clr_mdc_msg *m, unsigned *refused)
 {
 	struct node *n = arg;
@@ -1124,24 +1136,6 @@ static void apply_sb(struct node *n, const struct clr_mdc_rx *rx)
 			n->readd_from[d] = ch[d].rebuilder;
 		if (ch[d].what & CLR_RULES_CH_IN_SYNC)
 			view_in_sync(n, d);
-		/*
-		 * Not in the shared rules (a finding, see README "late
-		 * re-add"): a node that loaded a member FAULTY while another
-		 * node re-added it (it started after the RE_ADD, before the
-		 * role was written) must follow once the superblock gives
-		 * the role back, or it never writes the member, nor sees it
-		 * in sync.  Only for a node that did not process the RE_ADD
-		 * (one that did follows the rules).  --rules-only leaves it
-		 * out.
-		 */
-		if (!S.o.rules_only && m[d].state == CLR_RULES_FAULTY && !ch[d].what &&
-		    sb[d].role == (uint16_t)d && !n->rebuild[d] && !n->readd_seen[d]) {
-			S.c.late_readds++;
-			n->readd_from[d] = rx->type == CLR_MDC_METADATA_UPDATED ? rx->sender : -1;
-			view_rebuilding(n, d);
-			if (sb_in_sync(d))
-				view_in_sync(n, d);
-		}
 		/* the model's own bookkeeping: a NEWDISK rolled back */
 		if (!S.sb.member[d] && n->known[d] && !n->in_sync[d] && !n->rebuild[d]) {
 			n->known[d] = false;
@@ -2453,7 +2447,7 @@ static void kill_node_coroutines(struct node *n, uint64_t inc)
 			c->bc->pending--;
 			wake(c->bc);
 		}
-		co_free(c);
+		sim_co_free(c);
 		S.cos[i] = NULL;
 	}
 }
@@ -2478,6 +2472,21 @@ static void drop_node_io(struct node *n)
 		}
 		io_free(io);
 	}
+}
+
+/* At start, under `metadata`: the first device the superblock gives a
+ * role that this node does not run (engine/cluster/rules.c), or -1. */
+static int start_missing(struct node *n)
+{
+	struct clr_rules_ctx x = { .sender = -1, .type = -1, .raid_disks = (unsigned)S.ndev };
+	struct clr_rules_member m[MAXD];
+	struct clr_rules_sbrole sb[MAXD];
+
+	for (int d = 0; d < S.ndev; d++) {
+		m[d] = rules_member(n, d);
+		sb[d] = rules_sbrole(d);
+	}
+	return clr_rules_start_missing(&x, m, sb, (unsigned)S.ndev);
 }
 
 static void join_co(void *arg);
@@ -2629,6 +2638,22 @@ static void join_co(void *arg)
 		r = clr_mdc_meta_begin(&n->mdc);
 		co_yield();
 		apply_sb(n, &no_rx);
+		if (r == 0 && start_missing(n) >= 0) {
+			/* a member re-added elsewhere while we started (its
+			 * RE_ADD before our join): the engine's cl_start_check()
+			 * refuses and its caller assembles again */
+			int d = start_missing(n);
+
+			trace("n%d does not run dev%d, which has a role: starting again", n->idx, d);
+			S.c.late_starts++;
+			clr_mdc_meta_end(&n->mdc, (uint32_t)good_dev(), false);
+			clr_mdc_leave(&n->mdc, next_needed(n) >= 0);
+			n->member = false;
+			n->leaving = true;
+			add_fault(S.now, F_LEFT, n->idx, 0, 0)->inc = n->inc;
+			add_fault(S.now + 20 + rndn(100), F_RESTART, n->idx, 0, 0);
+			return;
+		}
 		if (r == 0)
 			clr_mdc_meta_end(&n->mdc, (uint32_t)good_dev(), true);
 		if (S.sb.member[S.spare] && !n->sees_new) {
@@ -2985,7 +3010,7 @@ static void compact_cos(void)
 		if (!c)
 			continue;
 		if (c->st == CO_DONE || c->st == CO_DEAD) {
-			co_free(c);
+			sim_co_free(c);
 			continue;
 		}
 		S.cos[k++] = c;
@@ -3191,7 +3216,7 @@ static void sim_reset(const struct opts *o, uint64_t seed)
 	struct counters c = S.c;
 
 	for (size_t i = 0; i < S.ncos; i++)
-		co_free(S.cos[i]);
+		sim_co_free(S.cos[i]);
 	free(S.cos);
 	while (S.all_ios)
 		io_free(S.all_ios);
@@ -3257,7 +3282,7 @@ static void usage(void)
 		"           [--trust-loaded-bits] [--no-start-sb] [--no-faults]\n"
 		"           [--no-write-retry] [--no-write-behind]\n"
 		"           [--no-readd] [--no-newdisk] [--no-leave]\n"
-		"           [--resync-merged-early] [--rules-only]\n"
+		"           [--resync-merged-early]\n"
 		"           [--workaround join-announce|reload-after-death|\n"
 		"                         join-lvb-order|lvb-invalid-zero|\n"
 		"                         join-takeover-lvb|all]\n"
@@ -3345,8 +3370,6 @@ int main(int argc, char **argv)
 			o.no_newdisk = true;
 		} else if (!strcmp(s, "--resync-merged-early")) {
 			o.resync_merged_early = true;
-		} else if (!strcmp(s, "--rules-only")) {
-			o.rules_only = true;
 		} else if (!strcmp(s, "--no-leave")) {
 			o.no_leave = true;
 		} else if (!strcmp(s, "--no-faults")) {
@@ -3379,8 +3402,6 @@ int main(int argc, char **argv)
 		ADDOPT(" --no-leave");
 	if (o.resync_merged_early)
 		ADDOPT(" --resync-merged-early");
-	if (o.rules_only)
-		ADDOPT(" --rules-only");
 	if (o.no_start_sb)
 		ADDOPT(" --no-start-sb");
 	if (o.no_write_retry)
@@ -3454,7 +3475,7 @@ int main(int argc, char **argv)
 	       ", re-adds %" PRIu64 " (rolled back %" PRIu64 "), newdisks %" PRIu64
 	       " (rolled back %" PRIu64 "), rebuilds done %" PRIu64 " (resumed by a survivor %"
 	       PRIu64 "), starts refused (member unseen) %" PRIu64
-	       ", late re-adds followed (sim-local rule) %" PRIu64 ", steps %" PRIu64 " (%.1f s)\n",
+	       ", starts redone after a re-add %" PRIu64 ", steps %" PRIu64 " (%.1f s)\n",
 	       S.c.seeds, S.c.failures, S.c.crashes, S.c.restarts, S.c.dev_failures,
 	       S.c.path_losses, S.c.slow_io, S.c.takeovers, S.c.resync_chunks,
 	       S.c.msgs, S.c.writes_acked, S.c.reads_checked, S.c.reopened, S.c.orphan_bits,
@@ -3462,7 +3483,7 @@ int main(int argc, char **argv)
 	       S.c.leaves_clean, S.c.leaves_unclean,
 	       S.c.heals, S.c.readds, S.c.readd_rollbacks, S.c.newdisks,
 	       S.c.newdisk_rollbacks, S.c.rebuilds_done, S.c.adoptions,
-	       S.c.start_refusals, S.c.late_readds, S.c.steps,
+	       S.c.start_refusals, S.c.late_starts, S.c.steps,
 	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	return 0;
 }
