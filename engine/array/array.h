@@ -14,8 +14,8 @@
  * Return convention: 0 or -errno; functions taking a struct clr_err fill it
  * with one line a user can act on.
  */
-#ifndef CLR_ARRAY_ARRAY_H
-#define CLR_ARRAY_ARRAY_H
+#ifndef CLRAID_ARRAY_ARRAY_H
+#define CLRAID_ARRAY_ARRAY_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -11,8 +11,8 @@
  * bm_lock across member I/O except bm_lock's flush generation hand-off
  * (the flusher drops bm_lock while writing).  Layering: doc/architecture.md
  * §5 (tests/array/layering.sh). */
-#ifndef CLR_ARRAY_ARRAY_INTERNAL_H
-#define CLR_ARRAY_ARRAY_INTERNAL_H
+#ifndef CLRAID_ARRAY_ARRAY_INTERNAL_H
+#define CLRAID_ARRAY_ARRAY_INTERNAL_H
 
 #include <pthread.h>
 #include <stdatomic.h>

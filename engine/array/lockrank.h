@@ -33,8 +33,8 @@
  *  700  rl.mu                array_state.c     nothing (inside rl_lock/unlock)
  *  710  a->sp_lock           array_parity.c    nothing
  */
-#ifndef CLR_ARRAY_LOCKRANK_H
-#define CLR_ARRAY_LOCKRANK_H
+#ifndef CLRAID_ARRAY_LOCKRANK_H
+#define CLRAID_ARRAY_LOCKRANK_H
 
 #include <pthread.h>
 #include <time.h>

@@ -1,6 +1,6 @@
 /* Shared pieces of the `clraid` command-line tool. */
-#ifndef CLR_CLI_H
-#define CLR_CLI_H
+#ifndef CLRAID_CLI_CLI_H
+#define CLRAID_CLI_CLI_H
 
 #include <stdbool.h>
 #include <stdint.h>

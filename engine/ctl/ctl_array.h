@@ -1,7 +1,7 @@
 /* clraid control commands onto the array core: the handler a front end
  * (the nbdkit plugin today, ublk later) gives to clr_ctl_server_start(). */
-#ifndef CLR_CTL_CTL_ARRAY_H
-#define CLR_CTL_CTL_ARRAY_H
+#ifndef CLRAID_CTL_CTL_ARRAY_H
+#define CLRAID_CTL_CTL_ARRAY_H
 
 #include "ctl/ctl_proto.h"
 

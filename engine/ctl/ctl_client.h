@@ -1,6 +1,6 @@
 /* clraid control socket, client side (used by the CLI). */
-#ifndef CLR_CTL_CTL_CLIENT_H
-#define CLR_CTL_CTL_CLIENT_H
+#ifndef CLRAID_CTL_CTL_CLIENT_H
+#define CLRAID_CTL_CTL_CLIENT_H
 
 #include "ctl/ctl_proto.h"
 

@@ -8,8 +8,8 @@
  * requests. The socket server (ctl_server.h), the dispatcher onto the array
  * core (ctl_array.h) and the CLI client (ctl_client.h) build on it.
  */
-#ifndef CLR_CTL_CTL_PROTO_H
-#define CLR_CTL_CTL_PROTO_H
+#ifndef CLRAID_CTL_CTL_PROTO_H
+#define CLRAID_CTL_CTL_PROTO_H
 
 #include <stdbool.h>
 #include <stddef.h>

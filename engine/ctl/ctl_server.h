@@ -3,8 +3,8 @@
  * threads. Each request line is decoded (ctl_proto.h) and handed to a
  * handler that returns the reply line. Bounded line length and timeouts:
  * a bad or silent peer gets an error reply or is dropped, never hangs us. */
-#ifndef CLR_CTL_CTL_SERVER_H
-#define CLR_CTL_CTL_SERVER_H
+#ifndef CLRAID_CTL_CTL_SERVER_H
+#define CLRAID_CTL_CTL_SERVER_H
 
 #include "ctl/ctl_proto.h"
 

@@ -1,8 +1,8 @@
 /* Geometry planning for `clraid create`: from the options and the member
  * sizes to the exact superblocks and bitmap regions to write. Pure code:
  * every refusal happens here, before anything touches a device. */
-#ifndef CLR_FORMAT_CREATE_PLAN_H
-#define CLR_FORMAT_CREATE_PLAN_H
+#ifndef CLRAID_FORMAT_CREATE_PLAN_H
+#define CLRAID_FORMAT_CREATE_PLAN_H
 
 #include <stdbool.h>
 #include <stdint.h>

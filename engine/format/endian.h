@@ -1,7 +1,7 @@
 /* Little-endian field access for on-disk and on-wire structs.
  * Every encode/decode in clraid goes through these: never cast a buffer. */
-#ifndef CLR_FORMAT_ENDIAN_H
-#define CLR_FORMAT_ENDIAN_H
+#ifndef CLRAID_FORMAT_ENDIAN_H
+#define CLRAID_FORMAT_ENDIAN_H
 
 #include <stdint.h>
 

@@ -1,7 +1,7 @@
 /* A caller-supplied buffer for one precise, human-readable error line.
  * Pure code fills it; the CLI prints it with the device name and advice. */
-#ifndef CLR_FORMAT_ERRBUF_H
-#define CLR_FORMAT_ERRBUF_H
+#ifndef CLRAID_FORMAT_ERRBUF_H
+#define CLRAID_FORMAT_ERRBUF_H
 
 #include <stddef.h>
 

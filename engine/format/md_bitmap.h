@@ -1,8 +1,8 @@
 /* md write-intent bitmap superblock (bitmap_super_t) and the placement of
  * the per-node bitmaps of a clustered array. Pure code, no I/O.
  * Layout and rules: doc/architecture.md §2.4-§2.5. */
-#ifndef CLR_FORMAT_MD_BITMAP_H
-#define CLR_FORMAT_MD_BITMAP_H
+#ifndef CLRAID_FORMAT_MD_BITMAP_H
+#define CLRAID_FORMAT_MD_BITMAP_H
 
 #include <stdbool.h>
 #include <stdint.h>

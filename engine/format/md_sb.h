@@ -1,8 +1,8 @@
 /* md v1.2 superblock (struct mdp_superblock_1): host representation,
  * encode/decode and validation. Pure code, no I/O.
  * Layout and rules: doc/architecture.md §2.2-§2.3. */
-#ifndef CLR_FORMAT_MD_SB_H
-#define CLR_FORMAT_MD_SB_H
+#ifndef CLRAID_FORMAT_MD_SB_H
+#define CLRAID_FORMAT_MD_SB_H
 
 #include <stdbool.h>
 #include <stdint.h>

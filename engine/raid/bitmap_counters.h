@@ -21,8 +21,8 @@
  * the chunk NEEDED, so a returning member is re-synced from the bitmap.
  *
  * Not thread-safe: the caller serialises calls (one mutex is enough). */
-#ifndef CLR_RAID_BITMAP_COUNTERS_H
-#define CLR_RAID_BITMAP_COUNTERS_H
+#ifndef CLRAID_RAID_BITMAP_COUNTERS_H
+#define CLRAID_RAID_BITMAP_COUNTERS_H
 
 #include <stdbool.h>
 #include <stddef.h>

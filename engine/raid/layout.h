@@ -9,8 +9,8 @@
  * calc_sectors/raid10_size, raid5.c raid5_compute_sector/
  * raid5_compute_blocknr/raid5_size) so an array we write is the array md
  * reads. */
-#ifndef CLR_RAID_LAYOUT_H
-#define CLR_RAID_LAYOUT_H
+#ifndef CLRAID_RAID_LAYOUT_H
+#define CLRAID_RAID_LAYOUT_H
 
 #include <stdbool.h>
 #include <stddef.h>

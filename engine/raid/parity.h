@@ -13,8 +13,8 @@
  * CLR_PARITY_ALIGN (ISA-L's AVX2/AVX-512 kernels need 32/64-byte aligned
  * vectors; O_DIRECT page buffers always qualify). Functions return
  * -EINVAL when these do not hold. Blocks must not overlap. */
-#ifndef CLR_RAID_PARITY_H
-#define CLR_RAID_PARITY_H
+#ifndef CLRAID_RAID_PARITY_H
+#define CLRAID_RAID_PARITY_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -2,8 +2,8 @@
  * of rand(), member files in a temporary folder, whole-buffer file I/O,
  * and writing a new array's superblocks and bitmap regions as `clraid
  * create` would.  Include after <cmocka.h>. */
-#ifndef CLRAID_TESTS_ARRAY_TESTLIB_H
-#define CLRAID_TESTS_ARRAY_TESTLIB_H
+#ifndef CLRAID_TESTS_ARRAY_ARRAY_TESTLIB_H
+#define CLRAID_TESTS_ARRAY_ARRAY_TESTLIB_H
 
 #include <fcntl.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /* clraid: helpers shared by the engine/io tests. */
-#ifndef CLRAID_TESTS_IO_TEST_UTIL_H
-#define CLRAID_TESTS_IO_TEST_UTIL_H
+#ifndef CLRAID_TESTS_IO_IO_TEST_UTIL_H
+#define CLRAID_TESTS_IO_IO_TEST_UTIL_H
 
 #include <errno.h>
 #include <fcntl.h>
@@ -109,4 +109,4 @@ static inline void io_test_log_fn(void *opaque, int prio, const char *msg)
 	__atomic_fetch_add(&l->lines, 1, __ATOMIC_SEQ_CST);
 }
 
-#endif /* CLRAID_TESTS_IO_TEST_UTIL_H */
+#endif /* CLRAID_TESTS_IO_IO_TEST_UTIL_H */

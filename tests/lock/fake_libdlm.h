@@ -4,8 +4,8 @@
  * This is not the DLM; it only lets the backend's glue be exercised on a
  * machine without a kernel DLM.
  */
-#ifndef CLRAID_TESTS_FAKE_LIBDLM_H
-#define CLRAID_TESTS_FAKE_LIBDLM_H
+#ifndef CLRAID_TESTS_LOCK_FAKE_LIBDLM_H
+#define CLRAID_TESTS_LOCK_FAKE_LIBDLM_H
 
 #include <stdbool.h>
 
