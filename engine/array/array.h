@@ -32,7 +32,7 @@ typedef void (*clr_array_log_fn)(void *opaque, int prio, const char *msg);
 
 /** Flags for struct clr_array_config. */
 enum {
-    CLR_ARRAY_BUFFERED = 1u << 0,   /**< never try O_DIRECT on members */
+    CLR_ARRAY_BUFFERED = 1u << 0, /**< never try O_DIRECT on members */
     /** Leave stale and faulty members out (logged, never written) and
      *  start degraded if enough remain, instead of refusing; they come
      *  back with clr_array_readd_device(). For cluster managers that must
@@ -51,25 +51,25 @@ enum {
 };
 
 struct clr_array_config {
-    const char *name;               /**< the array's name (run files, logs) */
-    const char *const *devices;     /**< member paths, any order; spares too */
+    const char *name;           /**< the array's name (run files, logs) */
+    const char *const *devices; /**< member paths, any order; spares too */
     unsigned ndevices;
     /** lock backend: "local" (default: single node, slot 0, no cluster
      *  protocol), "cpg" or "dlm" (cluster: RAID1/10 near layouts only) */
     const char *lock;
     unsigned flags;
-    uint32_t stripe_cache_kib;      /**< RAID5/6 stripe cache bound; 0 = default */
-    uint32_t sync_speed_min_kib;    /**< per second; 0 = default (md: 1000) */
-    uint32_t sync_speed_max_kib;    /**< per second; 0 = default (md: 200000) */
-    uint32_t bitmap_sleep_ms;       /**< bitmap daemon period; 0 = from bitmap sb */
+    uint32_t stripe_cache_kib;   /**< RAID5/6 stripe cache bound; 0 = default */
+    uint32_t sync_speed_min_kib; /**< per second; 0 = default (md: 1000) */
+    uint32_t sync_speed_max_kib; /**< per second; 0 = default (md: 200000) */
+    uint32_t bitmap_sleep_ms;    /**< bitmap daemon period; 0 = from bitmap sb */
     clr_array_log_fn log;
     void *log_opaque;
 };
 
 /** Write flags. */
 enum {
-    CLR_ARRAY_FUA = 1u << 0,        /**< durable on every leg before return */
-    CLR_ARRAY_MAY_TRIM = 1u << 1,   /**< zero: the range may be deallocated */
+    CLR_ARRAY_FUA = 1u << 0,      /**< durable on every leg before return */
+    CLR_ARRAY_MAY_TRIM = 1u << 1, /**< zero: the range may be deallocated */
 };
 
 /**
@@ -80,8 +80,7 @@ enum {
  * what to do (e.g. "…/d3: stale member (events 12, array at 15): re-add it
  * with 'clraid re-add NAME DEV'").
  */
-int clr_array_assemble(const struct clr_array_config *cfg, struct clr_array **out,
-                       struct clr_err *e);
+int clr_array_assemble(const struct clr_array_config *cfg, struct clr_array **out, struct clr_err *e);
 
 /**
  * Opens member I/O, starts the background threads (bitmap daemon, sync),
@@ -104,8 +103,8 @@ uint64_t clr_array_size(const struct clr_array *a);
 /** Block sizes for NBD: minimum (member logical block), preferred (one
  *  full stripe for RAID5/6, the chunk for RAID10, 4 KiB for RAID1) and
  *  maximum request size. */
-void clr_array_block_sizes(const struct clr_array *a, uint32_t *minimum,
-                           uint32_t *preferred, uint32_t *maximum);
+void clr_array_block_sizes(const struct clr_array *a, uint32_t *minimum, uint32_t *preferred,
+                           uint32_t *maximum);
 
 /* ---- data path: thread-safe; blocks while the array is frozen ---- */
 
@@ -115,8 +114,7 @@ int clr_array_pread(struct clr_array *a, void *buf, uint32_t count, uint64_t off
 /** Writes @count bytes at @offset. Returns once every in-sync leg (or the
  *  stripe with its parity) holds the data; a failed leg is marked Faulty
  *  in the remaining superblocks before this returns. */
-int clr_array_pwrite(struct clr_array *a, const void *buf, uint32_t count,
-                     uint64_t offset, unsigned flags);
+int clr_array_pwrite(struct clr_array *a, const void *buf, uint32_t count, uint64_t offset, unsigned flags);
 
 /** Makes every completed write durable on every member. */
 int clr_array_flush(struct clr_array *a);

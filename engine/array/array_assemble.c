@@ -17,15 +17,15 @@ struct probe {
     const char *path;
     struct stat st;
     uint64_t sectors;
-    uint32_t lbs;                   /* logical block size */
+    uint32_t lbs; /* logical block size */
     struct clr_md_sb sb;
     struct clr_bitmap_sb bsb;
-    uint8_t *region;                /* this slot's bitmap region; every
+    uint8_t *region; /* this slot's bitmap region; every
                                      * slot's, one after another, when
                                      * nregions > 1 */
     uint32_t nregions;
     int role;
-    bool excluded;                  /* stale or faulty, left out (SKIP_STALE) */
+    bool excluded; /* stale or faulty, left out (SKIP_STALE) */
 };
 
 static int read_full(int fd, void *buf, size_t len, uint64_t off)
@@ -75,15 +75,15 @@ static int probe_member(struct probe *p, uint32_t slot, bool all, struct clr_err
         p->lbs = ioctl(fd, BLKSSZGET, &ss) == 0 && ss > 0 ? (uint32_t)ss : ARR_SECTOR;
     } else if (S_ISREG(p->st.st_mode)) {
         p->sectors = (uint64_t)p->st.st_size / ARR_SECTOR;
-        p->lbs = ARR_SECTOR;            /* run() asks the I/O layer for the real one */
+        p->lbs = ARR_SECTOR; /* run() asks the I/O layer for the real one */
     } else {
         rc = clr_err_set(e, -EINVAL, "%s: not a block device or regular file", p->path);
         goto out;
     }
     rc = read_full(fd, buf, sizeof buf, CLR_MD_V12_SB_SECTOR * ARR_SECTOR);
     if (rc) {
-        clr_err_set(e, rc, "%s: cannot read the superblock: %s (is the device too small?)",
-                    p->path, strerror(-rc));
+        clr_err_set(e, rc, "%s: cannot read the superblock: %s (is the device too small?)", p->path,
+                    strerror(-rc));
         goto out;
     }
     rc = clr_md_sb_decode(buf, sizeof buf, p->sectors, &p->sb, &de);
@@ -92,8 +92,8 @@ static int probe_member(struct probe *p, uint32_t slot, bool all, struct clr_err
         goto out;
     }
     if (!(p->sb.feature_map & CLR_MD_FEAT_BITMAP_OFFSET)) {
-        rc = clr_err_set(e, -EPROTO, "%s: the array has no write-intent bitmap; recreate it with clraid create",
-                         p->path);
+        rc = clr_err_set(e, -EPROTO,
+                         "%s: the array has no write-intent bitmap; recreate it with clraid create", p->path);
         goto out;
     }
     off = (p->sb.super_offset + (uint64_t)(int64_t)p->sb.bitmap_offset) * ARR_SECTOR;
@@ -107,8 +107,8 @@ static int probe_member(struct probe *p, uint32_t slot, bool all, struct clr_err
         goto out;
     }
     if (slot >= clr_bitmap_slots(&p->bsb)) {
-        rc = clr_err_set(e, -ERANGE, "%s: bitmap has %u slots, this node needs slot %u",
-                         p->path, clr_bitmap_slots(&p->bsb), slot);
+        rc = clr_err_set(e, -ERANGE, "%s: bitmap has %u slots, this node needs slot %u", p->path,
+                         clr_bitmap_slots(&p->bsb), slot);
         goto out;
     }
     rc = clr_bitmap_check_fits(&p->sb, &p->bsb, &de);
@@ -118,8 +118,8 @@ static int probe_member(struct probe *p, uint32_t slot, bool all, struct clr_err
     }
     stride = clr_bitmap_stride_bytes(p->bsb.sync_size, p->bsb.chunksize);
     p->nregions = all ? clr_bitmap_slots(&p->bsb) : 1;
-    p->region = aligned_alloc(CLR_IO_ALIGN, (stride * p->nregions + CLR_IO_ALIGN - 1) &
-                                            ~(uint64_t)(CLR_IO_ALIGN - 1));
+    p->region = aligned_alloc(CLR_IO_ALIGN,
+                              (stride * p->nregions + CLR_IO_ALIGN - 1) & ~(uint64_t)(CLR_IO_ALIGN - 1));
     if (!p->region) {
         rc = clr_err_set(e, -ENOMEM, "out of memory");
         goto out;
@@ -166,12 +166,14 @@ static unsigned majority(const struct probe *p, unsigned n)
 /* A stale or faulty member: refused, or with CLR_ARRAY_SKIP_STALE left out
  * (never opened for writing) so the array can start degraded, as mdadm
  * --assemble --run does. Returns 0 when the member was left out. */
-static int leave_out(struct probe *m, const struct clr_array_config *cfg, const char *why,
-                     uint64_t events, uint64_t maxev, struct clr_err *e)
+static int leave_out(struct probe *m, const struct clr_array_config *cfg, const char *why, uint64_t events,
+                     uint64_t maxev, struct clr_err *e)
 {
     char line[sizeof e->msg];
 
-    snprintf(line, sizeof line, "%s: %s (events %" PRIu64 ", array at %" PRIu64 "): start without it (or with --skip-stale), then re-add it with 'clraid re-add %s %s'",
+    snprintf(line, sizeof line,
+             "%s: %s (events %" PRIu64 ", array at %" PRIu64
+             "): start without it (or with --skip-stale), then re-add it with 'clraid re-add %s %s'",
              m->path, why, events, maxev, cfg->name ? cfg->name : "NAME", m->path);
     if (!(cfg->flags & CLR_ARRAY_SKIP_STALE))
         return clr_err_set(e, -ESTALE, "%s", line);
@@ -186,8 +188,8 @@ static int leave_out(struct probe *m, const struct clr_array_config *cfg, const 
     return 0;
 }
 
-static int judge(struct probe *p, unsigned n, const struct clr_array_config *cfg,
-                 unsigned *freshest, struct clr_err *e)
+static int judge(struct probe *p, unsigned n, const struct clr_array_config *cfg, unsigned *freshest,
+                 struct clr_err *e)
 {
     const char *name = cfg->name ? cfg->name : "clraid";
     const struct probe *ref = &p[majority(p, n)];
@@ -199,7 +201,8 @@ static int judge(struct probe *p, unsigned n, const struct clr_array_config *cfg
         if (memcmp(p[i].sb.set_uuid, ref->sb.set_uuid, 16) != 0) {
             clr_uuid_format_mdadm(p[i].sb.set_uuid, u1);
             clr_uuid_format_mdadm(ref->sb.set_uuid, u2);
-            return clr_err_set(e, -EINVAL, "%s: belongs to another array (UUID %s, not %s): leave it out of '%s'",
+            return clr_err_set(e, -EINVAL,
+                               "%s: belongs to another array (UUID %s, not %s): leave it out of '%s'",
                                p[i].path, u1, u2, name);
         }
         for (unsigned j = 0; j < i; j++) {
@@ -211,8 +214,10 @@ static int judge(struct probe *p, unsigned n, const struct clr_array_config *cfg
                                    p[j].path, p[i].path);
         }
         if (!same_geometry(&p[i].sb, &ref->sb))
-            return clr_err_set(e, -EINVAL, "%s: geometry differs from %s (level/layout/chunk/size): the member is corrupt; leave it out and re-add it",
-                               p[i].path, ref->path);
+            return clr_err_set(
+                e, -EINVAL,
+                "%s: geometry differs from %s (level/layout/chunk/size): the member is corrupt; leave it out and re-add it",
+                p[i].path, ref->path);
         if (p[i].sb.events > maxev) {
             maxev = p[i].sb.events;
             f = i;
@@ -231,8 +236,10 @@ static int judge(struct probe *p, unsigned n, const struct clr_array_config *cfg
             continue;
         }
         if (p[i].sb.dev_number >= fs->max_dev)
-            return clr_err_set(e, -EINVAL, "%s: device number %u is unknown to the array: leave it out and add it as a new device",
-                               p[i].path, p[i].sb.dev_number);
+            return clr_err_set(
+                e, -EINVAL,
+                "%s: device number %u is unknown to the array: leave it out and add it as a new device",
+                p[i].path, p[i].sb.dev_number);
         r = fs->dev_roles[p[i].sb.dev_number];
         if (r == CLR_MD_ROLE_FAULTY) {
             int rc = leave_out(&p[i], cfg, "marked faulty in the array", p[i].sb.events, maxev, e);
@@ -266,8 +273,8 @@ static int build(struct clr_array *a, struct probe *p, unsigned n, unsigned f, s
     int rc;
 
     a->sb = p[f].sb;
-    rc = clr_raid_geom_init(&a->g, a->sb.level, a->sb.layout, a->sb.chunksize, a->sb.raid_disks,
-                            a->sb.size, &ge);
+    rc = clr_raid_geom_init(&a->g, a->sb.level, a->sb.layout, a->sb.chunksize, a->sb.raid_disks, a->sb.size,
+                            &ge);
     if (rc)
         return clr_err_set(e, rc, "%s: %s", p[f].path, ge.msg);
     a->ops = a->g.pers->has_parity ? &clr_arr_parity_ops : &clr_arr_mirror_ops;
@@ -275,14 +282,15 @@ static int build(struct clr_array *a, struct probe *p, unsigned n, unsigned f, s
     a->bsb = p[f].bsb;
     a->sync_sectors = a->bsb.sync_size;
     if (a->sync_sectors != clr_md_sync_sectors(&a->sb))
-        return clr_err_set(e, -EINVAL, "%s: bitmap covers %" PRIu64 " sectors, the array %" PRIu64 ": the bitmap is corrupt",
-                           p[f].path, a->sync_sectors, clr_md_sync_sectors(&a->sb));
+        return clr_err_set(
+            e, -EINVAL, "%s: bitmap covers %" PRIu64 " sectors, the array %" PRIu64 ": the bitmap is corrupt",
+            p[f].path, a->sync_sectors, clr_md_sync_sectors(&a->sb));
     a->bm_off = clr_bitmap_slot_offset(&a->sb, &a->bsb, a->slot);
     {
         uint64_t nbits = clr_bitmap_bits(a->bsb.sync_size, a->bsb.chunksize);
 
-        a->bm_write_bytes = (CLR_BITMAP_SB_BYTES + (nbits + 7) / 8 + CLR_IO_ALIGN - 1) &
-                            ~(uint64_t)(CLR_IO_ALIGN - 1);
+        a->bm_write_bytes =
+            (CLR_BITMAP_SB_BYTES + (nbits + 7) / 8 + CLR_IO_ALIGN - 1) & ~(uint64_t)(CLR_IO_ALIGN - 1);
     }
     for (uint32_t r = 0; r < a->g.raid_disks; r++)
         failed[r] = true;
@@ -326,7 +334,8 @@ static int build(struct clr_array *a, struct probe *p, unsigned n, unsigned f, s
         a->mem[a->nmem++] = m;
     }
     if (!a->g.pers->enough(&a->g, failed))
-        return clr_err_set(e, -ENODEV, "'%s' has %u of %u members in sync, too few for %s: give the missing devices",
+        return clr_err_set(e, -ENODEV,
+                           "'%s' has %u of %u members in sync, too few for %s: give the missing devices",
                            a->name, have, a->g.raid_disks, a->g.pers->name);
     return 0;
 }
@@ -336,8 +345,7 @@ static int check_config(const struct clr_array_config *cfg, struct clr_err *e)
     if (!cfg || !cfg->devices || cfg->ndevices == 0)
         return clr_err_set(e, -EINVAL, "no member devices given");
     if (cfg->ndevices > ARR_MAX_MEMBERS)
-        return clr_err_set(e, -E2BIG, "too many devices (%u, at most %u)", cfg->ndevices,
-                           ARR_MAX_MEMBERS);
+        return clr_err_set(e, -E2BIG, "too many devices (%u, at most %u)", cfg->ndevices, ARR_MAX_MEMBERS);
     if (cfg->lock && strcmp(cfg->lock, "local") != 0 && strcmp(cfg->lock, "cpg") != 0 &&
         strcmp(cfg->lock, "dlm") != 0)
         return clr_err_set(e, -EINVAL, "lock backend '%s' is unknown: use local, cpg or dlm", cfg->lock);
@@ -370,7 +378,8 @@ static int load_bitmap(struct clr_array *a, const struct probe *p, unsigned n, s
             struct clr_bitmap_sb rb;
             struct clr_err de;
 
-            if (r != a->slot && clr_bitmap_sb_decode(reg, CLR_BITMAP_SB_BYTES, p[i].sb.set_uuid, &rb, &de) != 0)
+            if (r != a->slot &&
+                clr_bitmap_sb_decode(reg, CLR_BITMAP_SB_BYTES, p[i].sb.set_uuid, &rb, &de) != 0)
                 continue;
             for (size_t b = 0; b < nbytes; b++)
                 u[b] |= reg[CLR_BITMAP_SB_BYTES + b];
@@ -403,8 +412,7 @@ static void take_config(struct clr_array *a, const struct clr_array_config *cfg)
     a->speed_max_kib = cfg->sync_speed_max_kib ? cfg->sync_speed_max_kib : 200000;
 }
 
-int clr_array_assemble(const struct clr_array_config *cfg, struct clr_array **out,
-                       struct clr_err *e)
+int clr_array_assemble(const struct clr_array_config *cfg, struct clr_array **out, struct clr_err *e)
 {
     struct clr_array *a = NULL;
     struct probe *p = NULL;
@@ -423,7 +431,7 @@ int clr_array_assemble(const struct clr_array_config *cfg, struct clr_array **ou
         goto fail;
     }
     a->cluster = strcmp(a->lock_backend, "local") != 0 || (cfg->flags & CLR_ARRAY_CLUSTER_LOCAL);
-    a->slot = 0;        /* cluster: the lock service gives it at run */
+    a->slot = 0; /* cluster: the lock service gives it at run */
     for (unsigned i = 0; i < cfg->ndevices && rc == 0; i++) {
         p[i].path = cfg->devices[i];
         /* One node alone (lock "local") on a clustered array: like a
@@ -441,8 +449,9 @@ int clr_array_assemble(const struct clr_array_config *cfg, struct clr_array **ou
         rc = clr_arr_cl_check_config(a, e);
     if (rc)
         goto fail;
-    a->bitmap_sleep_ms = cfg->bitmap_sleep_ms ? cfg->bitmap_sleep_ms
-                         : (a->bsb.daemon_sleep ? a->bsb.daemon_sleep : CLR_BITMAP_DEFAULT_SLEEP) * 1000;
+    a->bitmap_sleep_ms = cfg->bitmap_sleep_ms
+                             ? cfg->bitmap_sleep_ms
+                             : (a->bsb.daemon_sleep ? a->bsb.daemon_sleep : CLR_BITMAP_DEFAULT_SLEEP) * 1000;
     rc = load_bitmap(a, p, cfg->ndevices, e);
     if (rc)
         goto fail;
@@ -495,8 +504,8 @@ uint64_t clr_array_size(const struct clr_array *a)
     return a->size_bytes;
 }
 
-void clr_array_block_sizes(const struct clr_array *a, uint32_t *minimum,
-                           uint32_t *preferred, uint32_t *maximum)
+void clr_array_block_sizes(const struct clr_array *a, uint32_t *minimum, uint32_t *preferred,
+                           uint32_t *maximum)
 {
     uint64_t pref = clr_raid_stripe_sectors(&a->g) * ARR_SECTOR;
 

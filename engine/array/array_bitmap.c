@@ -152,7 +152,7 @@ int clr_arr_bm_start_write(struct clr_array *a, struct arr_req *rq, uint64_t ss,
      * a concurrent writer did (its flush may still be in progress).  In
      * steady state that flush is long done: no wait, no I/O. */
     if (rc > 0 || (a->bm_ok_gen < a->bm_set_gen && a->bm_done_gen >= a->bm_set_gen))
-        a->bm_set_gen = ++a->bm_want_gen;   /* new bits, or the last try failed */
+        a->bm_set_gen = ++a->bm_want_gen; /* new bits, or the last try failed */
     if (bm_flush_to_locked(a, rq, a->bm_set_gen) != 0) {
         /* no in-sync member holds the bit: the data must not go out (the
          * caller waits for a thaw, as for a write to the last device) */
@@ -170,7 +170,7 @@ void clr_arr_bm_end_write(struct clr_array *a, uint64_t ss, uint64_t sn, bool ok
         sn = a->sync_sectors - ss;
     arr_mutex_lock(&a->bm_lock);
     clr_bmc_end_write(&a->bmc, ss, sn, ok);
-    pthread_cond_broadcast(&a->bm_cond);    /* counters: see start_write */
+    pthread_cond_broadcast(&a->bm_cond); /* counters: see start_write */
     arr_mutex_unlock(&a->bm_lock);
 }
 

@@ -30,19 +30,19 @@
 #include "lock/lock.h"
 #include "lock/lock_internal.h"
 
-#define CL_JOIN_TIMEOUT_MS   10000
-#define CL_BCAST_TIMEOUT_MS  30000
-#define CL_SLICE_MS          200        /* bounded lock waits, then re-check stop */
-#define CL_LOCK_LIMIT_MS     30000      /* a protocol lock that never comes */
-#define CL_RESYNC_LIMIT_MS   1000       /* `resync`: back to the sync loop */
-#define CL_MAX_CANDIDATES    8
-#define CL_JOIN_BUSY_TRIES   50         /* join: our old slot still being taken over */
-#define CL_JOIN_BUSY_MS      200
+#define CL_JOIN_TIMEOUT_MS  10000
+#define CL_BCAST_TIMEOUT_MS 30000
+#define CL_SLICE_MS         200   /* bounded lock waits, then re-check stop */
+#define CL_LOCK_LIMIT_MS    30000 /* a protocol lock that never comes */
+#define CL_RESYNC_LIMIT_MS  1000  /* `resync`: back to the sync loop */
+#define CL_MAX_CANDIDATES   8
+#define CL_JOIN_BUSY_TRIES  50 /* join: our old slot still being taken over */
+#define CL_JOIN_BUSY_MS     200
 
 struct cl_lockent {
     struct cl_lockent *next;
     struct arr_cluster *cl;
-    struct arr_mutex mu;            /* one operation at a time per resource */
+    struct arr_mutex mu; /* one operation at a time per resource */
     struct clr_lock *lk;
     /* a request whose cancel timed out may still be granted: the core
      * believes @believed (CLR_LOCK_IV: nothing); a stray grant above it
@@ -53,7 +53,7 @@ struct cl_lockent {
 };
 
 struct cl_candidate {
-    int adder;                      /* slot that sent NEWDISK (-1: unknown) */
+    int adder; /* slot that sent NEWDISK (-1: unknown) */
     uint32_t dev_number;
     uint8_t uuid[16];
     char *path;
@@ -66,10 +66,10 @@ struct arr_cluster {
     struct clr_bcast *bc;
     struct clr_mdc mdc;
     bool mdc_ready;
-    bool joined;                    /* clr_mdc_join() succeeded */
-    struct arr_mutex mu;            /* gen, stop, candidates, lock list */
+    bool joined;         /* clr_mdc_join() succeeded */
+    struct arr_mutex mu; /* gen, stop, candidates, lock list */
     pthread_cond_t cond;
-    uint64_t gen;                   /* bumped by changed() and events */
+    uint64_t gen; /* bumped by changed() and events */
     bool stop;
     struct cl_lockent *locks;
     struct cl_candidate cand[CL_MAX_CANDIDATES];
@@ -81,11 +81,11 @@ struct arr_cluster {
     /* the thread that holds `metadata` (meta_begin .. meta_end) (mu) */
     bool meta_owned;
     pthread_t meta_owner;
-    int members;                    /* live members at the last event (mu) */
+    int members; /* live members at the last event (mu) */
     char backend[16];
-    uint64_t dead_pending;          /* slots that died: NEWDISK candidates
+    uint64_t dead_pending;   /* slots that died: NEWDISK candidates
                                      * to settle (mu) */
-    uint64_t orphan_pending;        /* slots whose rebuilds nobody drives
+    uint64_t orphan_pending; /* slots whose rebuilds nobody drives
                                      * any more: died, left unclean, or
                                      * came back as a new incarnation (mu) */
     /* status timestamps, wall-clock ms (mu) */
@@ -94,7 +94,6 @@ struct arr_cluster {
      * wall-clock ms of its start and end (0: still held / never) (mu) */
     int64_t hold_start_ms, hold_end_ms;
 };
-
 
 /* `metadata` is held by the calling thread (its superblock writes need
  * no second begin).  Only the holder sets or clears the owner, so the
@@ -167,13 +166,14 @@ static void stray_fix_locked(struct cl_lockent *le)
     int want = le->believed == CLR_LOCK_IV ? CLR_LOCK_NL : le->believed, g;
 
     if (!le->stray || clr_lock_wait(le->lk, 1) == -ETIMEDOUT)
-        return;     /* nothing stray, or the late answer is still to come */
+        return; /* nothing stray, or the late answer is still to come */
     g = clr_lock_mode(le->lk);
     if (g != CLR_LOCK_IV && g > want) {
         if (clr_lock_request(le->lk, want, 0) == 0)
-            clr_arr_log(le->cl->a, LOG_WARNING, "cluster: %s granted %s after its request timed out: converting back to %s",
+            clr_arr_log(le->cl->a, LOG_WARNING,
+                        "cluster: %s granted %s after its request timed out: converting back to %s",
                         clr_lock_name(le->lk), clr_lock_mode_name(g), clr_lock_mode_name(want));
-        return;     /* its completion comes back to cl_ast */
+        return; /* its completion comes back to cl_ast */
     }
     le->stray = false;
 }
@@ -207,7 +207,7 @@ static void cl_ast(struct clr_lock *lk, void *arg)
     arr_mutex_lock(&le->tmu);
     if (le->stray) {
         if (arr_mutex_trylock(&le->mu) != 0) {
-            le->missed = true;      /* the holder of mu handles it */
+            le->missed = true; /* the holder of mu handles it */
         } else {
             stray_fix_locked(le);
             arr_mutex_unlock(&le->mu);
@@ -281,7 +281,7 @@ static int h_lock(void *arg, const char *res, int mode, unsigned flags, uint8_t 
             if (w != -ETIMEDOUT) {
                 pend = false;
                 if (w == 0 && clr_lock_mode(le->lk) == mode) {
-                    rc = 0;     /* granted after all */
+                    rc = 0; /* granted after all */
                     break;
                 }
                 continue;
@@ -308,7 +308,7 @@ static int h_lock(void *arg, const char *res, int mode, unsigned flags, uint8_t 
     if (rc == 0)
         le->believed = mode;
     else if (rc == -ETIMEDOUT || rc == -ESHUTDOWN)
-        le->stray = true;   /* a grant may still come, or came already */
+        le->stray = true; /* a grant may still come, or came already */
     arr_mutex_unlock(&le->tmu);
     le_unlock(le);
     return rc;
@@ -329,7 +329,7 @@ static int h_unlock(void *arg, const char *res)
     stray = le->stray;
     arr_mutex_unlock(&le->tmu);
     if (stray)
-        clr_lock_wait(le->lk, CL_LOCK_LIMIT_MS);    /* the late answer first */
+        clr_lock_wait(le->lk, CL_LOCK_LIMIT_MS); /* the late answer first */
     arr_mutex_lock(&le->tmu);
     le->stray = false;
     le->believed = CLR_LOCK_IV;
@@ -367,8 +367,7 @@ static int bcast_recv(void *arg, const struct clr_bcast_msg *m)
     if (clr_mdc_msg_decode(m, &d) != 0) {
         d.sender = -1;
     } else {
-        if (d.type == CLR_MDC_TAKEOVER && d.sender >= 0 && d.slot == (uint32_t)d.sender &&
-            d.slot < 64) {
+        if (d.type == CLR_MDC_TAKEOVER && d.sender >= 0 && d.slot == (uint32_t)d.sender && d.slot < 64) {
             /* that slot is alive again: none of its NEWDISKs is orphaned;
              * but a new incarnation drives no rebuild of the old one (it
              * loads every rebuilding member as driven elsewhere) */
@@ -441,7 +440,8 @@ static int read_region(struct clr_array *a, unsigned slot, uint8_t **out)
 
         if (r) {
             last = r;
-            clr_arr_log(a, LOG_WARNING, "%s: cannot read bitmap slot %u: %s", src[i]->path, slot, strerror(-r));
+            clr_arr_log(a, LOG_WARNING, "%s: cannot read bitmap slot %u: %s", src[i]->path, slot,
+                        strerror(-r));
             continue;
         }
         if (nok++)
@@ -585,15 +585,20 @@ static bool member_recovering(const struct clr_md_sb *sb)
 static struct clr_rules_member rules_member(const struct arr_member *m)
 {
     static const enum clr_rules_mstate st[] = {
-        [ARR_M_IN_SYNC] = CLR_RULES_IN_SYNC,       [ARR_M_REBUILDING] = CLR_RULES_REBUILDING,
-        [ARR_M_SPARE] = CLR_RULES_SPARE,           [ARR_M_FAULTY] = CLR_RULES_FAULTY,
+        [ARR_M_IN_SYNC] = CLR_RULES_IN_SYNC, [ARR_M_REBUILDING] = CLR_RULES_REBUILDING,
+        [ARR_M_SPARE] = CLR_RULES_SPARE,     [ARR_M_FAULTY] = CLR_RULES_FAULTY,
         [ARR_M_REMOVED] = CLR_RULES_REMOVED,
     };
     struct clr_rules_member r = {
-        .state = st[m->state], .role = m->role, .has_io = m->io != NULL,
-        .remote_rebuild = m->remote_rebuild, .rebuilder = m->rebuilder,
-        .write_behind = m->write_behind, .readd_events = m->readd_events,
-        .recovery_offset = m->recovery_offset, .bitmap_recovery = m->bitmap_recovery,
+        .state = st[m->state],
+        .role = m->role,
+        .has_io = m->io != NULL,
+        .remote_rebuild = m->remote_rebuild,
+        .rebuilder = m->rebuilder,
+        .write_behind = m->write_behind,
+        .readd_events = m->readd_events,
+        .recovery_offset = m->recovery_offset,
+        .bitmap_recovery = m->bitmap_recovery,
     };
 
     return r;
@@ -624,7 +629,8 @@ static struct clr_rules_sbrole rules_sbrole(const struct clr_md_sb *sb, uint32_t
 }
 
 /* The roles some member holds (a->lock held). */
-static void rules_roles_locked(const struct clr_array *a, struct clr_rules_ctx *x, const struct arr_member *but)
+static void rules_roles_locked(const struct clr_array *a, struct clr_rules_ctx *x,
+                               const struct arr_member *but)
 {
     x->raid_disks = a->g.raid_disks;
     for (unsigned r = 0; r < a->g.raid_disks && r < CLR_RAID_MAX_DISKS; r++)
@@ -657,7 +663,8 @@ static void drop_candidate_locked(struct arr_cluster *cl, unsigned i)
 
 /* Candidates from NEWDISK: kept as a member if the superblocks now carry
  * them, dropped if the adder rolled back. */
-static void settle_candidates(struct arr_cluster *cl, const struct clr_md_sb *ref, const struct clr_rules_ctx *x)
+static void settle_candidates(struct arr_cluster *cl, const struct clr_md_sb *ref,
+                              const struct clr_rules_ctx *x)
 {
     struct clr_array *a = cl->a;
 
@@ -683,8 +690,8 @@ static void settle_candidates(struct arr_cluster *cl, const struct clr_md_sb *re
         bool ok = clr_rules_candidate_taken(&f);
 
         if (!ok || !(m = calloc(1, sizeof *m))) {
-            clr_arr_log(a, LOG_INFO, "%s: new device %u not taken (the adder rolled back)",
-                        c->path, c->dev_number);
+            clr_arr_log(a, LOG_INFO, "%s: new device %u not taken (the adder rolled back)", c->path,
+                        c->dev_number);
             drop_candidate_locked(cl, i);
             continue;
         }
@@ -894,7 +901,8 @@ static int reload_sb_ctx(struct clr_array *a, uint32_t dev_number, const struct 
             m->rebuilder = d->rebuilder;
             m->bitmap_recovery = false;
             a->role_mem[d->role] = m;
-            clr_arr_log(a, LOG_NOTICE, "%s: takes role %d on another node, rebuilding there", m->path, d->role);
+            clr_arr_log(a, LOG_NOTICE, "%s: takes role %d on another node, rebuilding there", m->path,
+                        d->role);
         }
         if (d->what & CLR_RULES_CH_CHECKPOINT) {
             /* its checkpoint moved: only its rebuilder moves it (every
@@ -929,7 +937,8 @@ static int h_reload_sb(void *arg, uint32_t dev_number, const struct clr_mdc_rx *
     struct arr_cluster *cl = arg;
     /* a METADATA_UPDATED settles every NEWDISK candidate: its sender's
      * NEWDISK committed or rolled back, and no other is in flight */
-    struct clr_rules_ctx x = { .sender = rx->sender, .type = rx->type,
+    struct clr_rules_ctx x = { .sender = rx->sender,
+                               .type = rx->type,
                                .settle_all = rx->type == CLR_MDC_METADATA_UPDATED };
 
     return reload_sb_ctx(cl->a, dev_number, &x);
@@ -1074,7 +1083,7 @@ static int h_remote_readd(void *arg, uint32_t dev_number, const struct clr_mdc_r
     if (!m)
         return -ENOENT;
     if (nomem)
-        return -ENOMEM;     /* refused: never a member without a handle */
+        return -ENOMEM; /* refused: never a member without a handle */
     if (path) {
         rc = clr_io_open(a->ctx, path, (a->flags & CLR_ARRAY_BUFFERED) ? CLR_IO_OPEN_BUFFERED : 0, &io);
         free(path);
@@ -1152,8 +1161,8 @@ static uint64_t cl_lost(struct arr_cluster *cl)
  * lost slots from @was to @now: stamp the start or end of the write hold
  * for status, and say so.  @t is taken before the core saw the event, so
  * no write released by it completes before the end stamp. */
-static void hold_note(struct arr_cluster *cl, const struct clr_ls_event *ev, int64_t t,
-                      uint64_t was, uint64_t now)
+static void hold_note(struct arr_cluster *cl, const struct clr_ls_event *ev, int64_t t, uint64_t was,
+                      uint64_t now)
 {
     struct clr_array *a = cl->a;
     int64_t held = 0;
@@ -1171,14 +1180,15 @@ static void hold_note(struct arr_cluster *cl, const struct clr_ls_event *ev, int
         clr_arr_log(a, LOG_WARNING, "cluster: node %u lost (slot %d, pid %u), writes held until it is fenced",
                     ev->nodeid, ev->slot - 1, ev->pid);
     } else if (now) {
-        clr_arr_log(a, LOG_NOTICE, "cluster: node %u fenced (confirmed); writes still held for %d other lost member(s)",
+        clr_arr_log(a, LOG_NOTICE,
+                    "cluster: node %u fenced (confirmed); writes still held for %d other lost member(s)",
                     ev->nodeid, __builtin_popcountll(now));
     } else if (ev->type == CLR_LS_EV_MEMBER_FAILED) {
         clr_arr_log(a, LOG_NOTICE, "cluster: node %u fenced (confirmed): writes resume after %" PRId64 " ms",
                     ev->nodeid, held);
     } else {
-        clr_arr_log(a, LOG_NOTICE, "cluster: lost member(s) confirmed gone: writes resume after %" PRId64 " ms",
-                    held);
+        clr_arr_log(a, LOG_NOTICE,
+                    "cluster: lost member(s) confirmed gone: writes resume after %" PRId64 " ms", held);
     }
 }
 
@@ -1220,7 +1230,8 @@ static void cl_event(struct clr_ls *ls, const struct clr_ls_event *ev, void *arg
                         ev->slot - 1);
             clr_mdc_on_member_failed(&cl->mdc, (unsigned)(ev->slot - 1));
         } else {
-            clr_arr_log(a, LOG_WARNING, "cluster: a member failed but the lock service gave no slot (node %u pid %u)",
+            clr_arr_log(a, LOG_WARNING,
+                        "cluster: a member failed but the lock service gave no slot (node %u pid %u)",
                         ev->nodeid, ev->pid);
         }
         cl_wake(cl);
@@ -1238,7 +1249,9 @@ static void cl_event(struct clr_ls *ls, const struct clr_ls_event *ev, void *arg
          * freeze, so ending the hold here would let them reach the
          * disks on a node that lost quorum (the freeze is final: the
          * engine restarts) */
-        clr_arr_log(a, LOG_CRIT, "cluster: quorum lost or partition: I/O frozen; restart the engine once the cluster is whole");
+        clr_arr_log(
+            a, LOG_CRIT,
+            "cluster: quorum lost or partition: I/O frozen; restart the engine once the cluster is whole");
         break;
     case CLR_LS_EV_MEMBER_LOST:
         /* its node left the membership: it may be alive behind a
@@ -1247,13 +1260,16 @@ static void cl_event(struct clr_ls *ls, const struct clr_ls_event *ev, void *arg
         if (ev->slot >= 1)
             clr_mdc_on_member_lost(&cl->mdc, (unsigned)(ev->slot - 1));
         else
-            clr_arr_log(a, LOG_WARNING, "cluster: a member was lost but the lock service gave no slot (node %u pid %u)",
+            clr_arr_log(a, LOG_WARNING,
+                        "cluster: a member was lost but the lock service gave no slot (node %u pid %u)",
                         ev->nodeid, ev->pid);
         cl_wake(cl);
         break;
     case CLR_LS_EV_FENCE_TIMEOUT:
-        clr_arr_log(a, LOG_WARNING, "cluster: a failed member (node %u pid %u) is still not confirmed dead: its bitmap%s wait for the fencer",
-                    ev->nodeid, ev->pid, cl_lost(cl) ? " and new writes" : "");
+        clr_arr_log(
+            a, LOG_WARNING,
+            "cluster: a failed member (node %u pid %u) is still not confirmed dead: its bitmap%s wait for the fencer",
+            ev->nodeid, ev->pid, cl_lost(cl) ? " and new writes" : "");
         break;
     }
     {
@@ -1306,7 +1322,8 @@ static void resume_orphans(struct arr_cluster *cl, uint64_t dead, bool alone)
             m->bits_gathered = false;
             m->recovery_offset = off;
             clr_arr_log(a, LOG_NOTICE, "%s: %s: recovery resumes here from sector %" PRIu64, m->path,
-                        alone ? "no other node is left to rebuild it" : "the node rebuilding it is gone", off);
+                        alone ? "no other node is left to rebuild it" : "the node rebuilding it is gone",
+                        off);
             clr_arr_sync_kick_locked(a);
         }
         arr_mutex_unlock(&a->lock);
@@ -1421,14 +1438,20 @@ int clr_arr_cl_check_config(const struct clr_array *a, struct clr_err *e)
      * kernel md-cluster").  Checked before anything is written. */
     clr_uuid_format_dashed(a->sb.set_uuid, u);
     if (strcmp(a->lock_backend, "local") != 0 && clr_lock_kernel_lockspace_live(u) > 0)
-        return clr_err_set(e, -EBUSY, "'%s': a kernel md-cluster node has this array assembled (DLM lockspace %s is live in the cluster); clraid cannot share a live array with kernel md-cluster (32- vs 64-byte LVBs): stop it there (mdadm --stop) first",
-                           a->name, u);
+        return clr_err_set(
+            e, -EBUSY,
+            "'%s': a kernel md-cluster node has this array assembled (DLM lockspace %s is live in the cluster); clraid cannot share a live array with kernel md-cluster (32- vs 64-byte LVBs): stop it there (mdadm --stop) first",
+            a->name, u);
     if (a->g.pers->has_parity)
-        return clr_err_set(e, -EOPNOTSUPP, "'%s' is %s: clustered RAID5/6 needs the stripe-lock protocol, not in this release; start it with --lock local on one node",
-                           a->name, a->g.pers->name);
+        return clr_err_set(
+            e, -EOPNOTSUPP,
+            "'%s' is %s: clustered RAID5/6 needs the stripe-lock protocol, not in this release; start it with --lock local on one node",
+            a->name, a->g.pers->name);
     if (a->g.level == CLR_RAID_LEVEL10 && (a->g.far_copies > 1 || a->g.far_offset))
-        return clr_err_set(e, -EOPNOTSUPP, "'%s' is RAID10 with a far/offset layout: it cannot run clustered (its resync is not monotonic, as in md); start it with --lock local on one node",
-                           a->name);
+        return clr_err_set(
+            e, -EOPNOTSUPP,
+            "'%s' is RAID10 with a far/offset layout: it cannot run clustered (its resync is not monotonic, as in md); start it with --lock local on one node",
+            a->name);
     return 0;
 }
 
@@ -1542,7 +1565,7 @@ static void cl_close(struct clr_array *a, bool killed)
     cl->bc = NULL;
     for (struct cl_lockent *le = cl->locks; le; le = le->next) {
         arr_mutex_lock(&le->tmu);
-        le->stray = false;      /* closing: nothing to convert back */
+        le->stray = false; /* closing: nothing to convert back */
         arr_mutex_unlock(&le->tmu);
         if (!killed && clr_lock_mode(le->lk) != CLR_LOCK_IV)
             clr_unlock_sync(le->lk, 0, 2000);
@@ -1569,14 +1592,18 @@ static int cl_open_lockspace(struct clr_array *a, struct arr_cluster *cl, const 
     lc.join_timeout_ms = CL_JOIN_TIMEOUT_MS;
     rc = clr_ls_open(&lc, &cl->ls);
     if (rc)
-        return clr_err_set(e, rc, "cannot join lockspace %s (%s): %s%s", lsname, a->lock_backend, strerror(-rc),
-                           rc == -ENOTCONN ? ": start the cluster stack (corosync/dlm) first" :
-                           rc == -ENOENT && strcmp(a->lock_backend, "dlm") == 0 ?
-                           ": the kernel DLM is not ready (dlm_controld not running or not yet joined; see dmesg)" : "");
+        return clr_err_set(
+            e, rc, "cannot join lockspace %s (%s): %s%s", lsname, a->lock_backend, strerror(-rc),
+            rc == -ENOTCONN ? ": start the cluster stack (corosync/dlm) first"
+            : rc == -ENOENT && strcmp(a->lock_backend, "dlm") == 0
+                ? ": the kernel DLM is not ready (dlm_controld not running or not yet joined; see dmesg)"
+                : "");
     slot = clr_ls_our_slot(cl->ls) - 1;
     if (slot < 0 || (unsigned)slot >= nodes || slot >= CLR_MDC_MAX_SLOTS)
-        return clr_err_set(e, -ERANGE, "array was created for %u nodes; this is member %d: recreate with --nodes or stop a node",
-                           nodes, slot + 1);
+        return clr_err_set(
+            e, -ERANGE,
+            "array was created for %u nodes; this is member %d: recreate with --nodes or stop a node", nodes,
+            slot + 1);
     a->slot = (uint32_t)slot;
     a->bm_off = clr_bitmap_slot_offset(&a->sb, &a->bsb, a->slot);
     return load_our_slot(a, e);
@@ -1592,7 +1619,8 @@ static int cl_open_protocol(struct clr_array *a, struct arr_cluster *cl, struct 
     int rc;
 
     if (a->g.level == CLR_RAID_LEVEL10) {
-        uint64_t w = (uint64_t)(a->g.raid_disks + a->g.near_copies - 1) / a->g.near_copies * a->g.chunk_sectors;
+        uint64_t w =
+            (uint64_t)(a->g.raid_disks + a->g.near_copies - 1) / a->g.near_copies * a->g.chunk_sectors;
 
         if (w > win)
             win = w;
@@ -1669,8 +1697,10 @@ static int cl_start_check(struct clr_array *a, struct clr_err *e)
     miss = clr_rules_start_missing(&x, rm, rs, n);
     rc = 0;
     if (miss >= 0)
-        rc = clr_err_set(e, -ESTALE, "device %d holds role %u in the array, but this node does not run it (another node re-added it while this node started, or its path was not given): not started; start again with every member",
-                         miss, rs[miss].role);
+        rc = clr_err_set(
+            e, -ESTALE,
+            "device %d holds role %u in the array, but this node does not run it (another node re-added it while this node started, or its path was not given): not started; start again with every member",
+            miss, rs[miss].role);
     free(rm);
     free(rs);
     return rc;
@@ -1689,7 +1719,8 @@ static int cl_join(struct clr_array *a, struct arr_cluster *cl, struct clr_err *
     if (rc) {
         clr_arr_nowait_exit(a);
         return clr_err_set(e, rc, "cannot join the cluster as slot %u: %s%s", a->slot, strerror(-rc),
-                           rc == -EBUSY ? " (slot already owned: another engine of this array runs here?)" : "");
+                           rc == -EBUSY ? " (slot already owned: another engine of this array runs here?)"
+                                        : "");
     }
     cl->joined = true;
     /* Our bits loaded before join are not on disk any more if a survivor
@@ -1701,7 +1732,9 @@ static int cl_join(struct clr_array *a, struct arr_cluster *cl, struct clr_err *
     if (rc == 0) {
         arr_mutex_lock(&a->lock);
         if (a->frozen)
-            rc = clr_err_set(e, -EIO, "a member failed while joining the cluster and the failure could not be recorded and announced: not started");
+            rc = clr_err_set(
+                e, -EIO,
+                "a member failed while joining the cluster and the failure could not be recorded and announced: not started");
         arr_mutex_unlock(&a->lock);
     } else {
         clr_err_set(e, rc, "cannot write bitmap slot %u after joining: %s", a->slot, strerror(-rc));
@@ -1716,7 +1749,8 @@ static int cl_join(struct clr_array *a, struct arr_cluster *cl, struct clr_err *
         else if (rc == 0 && (rc = cl_meta_end(a, true)) != 0)
             clr_err_set(e, rc, "cannot announce this node's start to the cluster: %s", strerror(-rc));
         else if (rc)
-            clr_err_set(e, rc, "cannot take the cluster metadata lock to announce this node's start: %s", strerror(-rc));
+            clr_err_set(e, rc, "cannot take the cluster metadata lock to announce this node's start: %s",
+                        strerror(-rc));
     }
     if (rc) {
         clr_mdc_leave(&cl->mdc, clr_arr_needed_extent(a, &lo, &hi));
@@ -1731,7 +1765,7 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
     char lsname[48];
     int rc;
 
-    cl_free(a);     /* a previous run's */
+    cl_free(a); /* a previous run's */
     cl = calloc(1, sizeof *cl);
     if (!cl)
         return clr_err_set(e, -ENOMEM, "out of memory");
@@ -1952,10 +1986,11 @@ static int cl_meta_end(struct clr_array *a, bool send)
     /* the core turns a refusal into -EREMOTEIO (engine/cluster/mdc.c) */
     rc = clr_mdc_meta_end(&a->cl->mdc, g ? g->dev_number : 0, send);
     if (rc == -EREMOTEIO && send)
-        clr_arr_log(a, LOG_ERR, "cluster: METADATA_UPDATED refused: some node could not re-read the superblock");
+        clr_arr_log(a, LOG_ERR,
+                    "cluster: METADATA_UPDATED refused: some node could not re-read the superblock");
     if (rc && !send) {
         clr_arr_log(a, LOG_ERR, "cluster: releasing the metadata lock: %s", strerror(-rc));
-        rc = 0;     /* nothing to announce: not the caller's failure */
+        rc = 0; /* nothing to announce: not the caller's failure */
     } else if (rc) {
         clr_arr_log(a, LOG_ERR, "cluster: METADATA_UPDATED not delivered: %s", strerror(-rc));
     } else if (send) {
@@ -2085,7 +2120,8 @@ static void cl_status(struct clr_array *a, json_object *o, uint64_t *lock_ops, u
     json_object_object_add(c, "recovery_started_ms", started ? json_object_new_int64(started) : NULL);
     json_object_object_add(c, "read_balancing_restored_ms",
                            started && restored >= started && !(st.recovering || st.pending)
-                           ? json_object_new_int64(restored) : NULL);
+                               ? json_object_new_int64(restored)
+                               : NULL);
     json_object_object_add(c, "recovered_slots", json_object_new_int64((int64_t)st.recovered_slots));
     json_object_object_add(c, "recovering", json_object_new_boolean(st.recovering || st.pending));
     json_object_object_add(c, "read_balancing", json_object_new_boolean(!(st.recovering || st.pending)));
@@ -2102,7 +2138,8 @@ static void cl_status(struct clr_array *a, json_object *o, uint64_t *lock_ops, u
         x = json_object_new_object();
         json_object_object_add(x, "slot", json_object_new_int(st.last_taken_slot));
         json_object_object_add(x, "dirty_chunks", json_object_new_int64((int64_t)st.last_taken_chunks));
-        json_object_object_add(x, "bytes", json_object_new_int64((int64_t)(st.last_taken_chunks * a->bsb.chunksize)));
+        json_object_object_add(x, "bytes",
+                               json_object_new_int64((int64_t)(st.last_taken_chunks * a->bsb.chunksize)));
         json_object_object_add(x, "at_ms", taken ? json_object_new_int64(taken) : NULL);
         json_object_object_add(c, "last_takeover", x);
     } else {

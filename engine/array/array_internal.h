@@ -29,13 +29,13 @@
 #include "raid/bitmap_counters.h"
 #include "raid/layout.h"
 
-#define ARR_MAX_MEMBERS         (CLR_RAID_MAX_DISKS + 32)
-#define ARR_SECTOR              512u
-#define ARR_NOWAIT_MAX          4
+#define ARR_MAX_MEMBERS (CLR_RAID_MAX_DISKS + 32)
+#define ARR_SECTOR      512u
+#define ARR_NOWAIT_MAX  4
 
 enum arr_mstate {
     ARR_M_IN_SYNC,
-    ARR_M_REBUILDING,       /* has a role, being recovered */
+    ARR_M_REBUILDING, /* has a role, being recovered */
     ARR_M_SPARE,
     ARR_M_FAULTY,
     ARR_M_REMOVED,
@@ -43,23 +43,23 @@ enum arr_mstate {
 
 struct arr_member {
     char *path;
-    struct clr_md_sb sb;            /* its own superblock as last read */
+    struct clr_md_sb sb; /* its own superblock as last read */
     uint32_t dev_number;
-    int role;                       /* -1: none */
+    int role; /* -1: none */
     enum arr_mstate state;
-    uint64_t recovery_offset;       /* device sectors, REBUILDING */
-    bool bitmap_recovery;           /* re-add: only NEEDED chunks */
-    bool remote_rebuild;            /* REBUILDING driven by another node:
+    uint64_t recovery_offset; /* device sectors, REBUILDING */
+    bool bitmap_recovery;     /* re-add: only NEEDED chunks */
+    bool remote_rebuild;      /* REBUILDING driven by another node:
                                      * written, never read, not recovered here */
-    uint64_t faulty_gen;            /* state_gen that recorded the failure */
-    bool write_behind;              /* FAULTY by another node's report while
+    uint64_t faulty_gen;      /* state_gen that recorded the failure */
+    bool write_behind;        /* FAULTY by another node's report while
                                      * in sync here: client writes still go
                                      * to it, errors ignored, never read */
-    int rebuilder;                  /* remote_rebuild: slot that rebuilds
+    int rebuilder;            /* remote_rebuild: slot that rebuilds
                                      * it (-1: unknown) */
-    bool bits_gathered;             /* cluster re-add driven here: every
+    bool bits_gathered;       /* cluster re-add driven here: every
                                      * slot's bits were merged into ours */
-    uint64_t readd_events;          /* superblock events when its RE_ADD
+    uint64_t readd_events;    /* superblock events when its RE_ADD
                                      * began (0: none): an older or equal
                                      * superblock's FAULTY predates it */
     struct clr_io_dev *io;
@@ -97,10 +97,10 @@ struct arr_member;
  * failure's announcer there.  Functions that take @rq accept NULL:
  * no section, a failure is announced at once. */
 struct arr_req {
-    bool deferring;                 /* cluster: failures wait for the end */
-    uint64_t defer_gen;             /* newest failure generation seen */
-    bool behind_any;                /* a write-behind leg failed */
-    unsigned nbehind;               /* their members, each once */
+    bool deferring;     /* cluster: failures wait for the end */
+    uint64_t defer_gen; /* newest failure generation seen */
+    bool behind_any;    /* a write-behind leg failed */
+    unsigned nbehind;   /* their members, each once */
     struct arr_member *behind[ARR_MAX_MEMBERS];
 };
 
@@ -112,14 +112,12 @@ struct arr_ops {
     int (*write)(struct clr_array *a, struct arr_req *rq, const uint8_t *buf, uint64_t ls, uint64_t n,
                  unsigned ioflags, bool *whole);
     /* Sync range of a logical range. */
-    void (*sync_range)(const struct clr_array *a, uint64_t ls, uint64_t n,
-                       uint64_t *ss, uint64_t *sn);
+    void (*sync_range)(const struct clr_array *a, uint64_t ls, uint64_t n, uint64_t *ss, uint64_t *sn);
     /* One sync unit [ss, ss+sn) of sync sectors, range lock held. */
     int (*sync_unit)(struct clr_array *a, struct arr_req *rq, enum arr_action act, uint64_t ss, uint64_t sn,
                      uint64_t *mismatch);
     /* Recover member @m's device sectors [ds, ds+n); returns sectors done. */
-    int64_t (*recover_unit)(struct clr_array *a, struct arr_member *m, uint64_t ds,
-                            uint64_t n);
+    int64_t (*recover_unit)(struct clr_array *a, struct arr_member *m, uint64_t ds, uint64_t n);
 };
 
 extern const struct arr_ops clr_arr_mirror_ops;
@@ -134,30 +132,30 @@ struct clr_array {
     uint32_t speed_min_kib, speed_max_kib;
     uint32_t bitmap_sleep_ms;
 
-    struct clr_md_sb sb;            /* template: freshest superblock */
-    struct clr_bitmap_sb bsb;       /* this slot's bitmap superblock */
+    struct clr_md_sb sb;      /* template: freshest superblock */
+    struct clr_bitmap_sb bsb; /* this slot's bitmap superblock */
     uint32_t slot;
-    uint64_t bm_off;                /* byte offset of the slot region (same on all) */
-    uint64_t bm_write_bytes;        /* sb + bits, rounded to 4 KiB */
+    uint64_t bm_off;         /* byte offset of the slot region (same on all) */
+    uint64_t bm_write_bytes; /* sb + bits, rounded to 4 KiB */
     struct clr_raid_geom g;
     const struct arr_ops *ops;
     uint64_t size_bytes;
     uint64_t sync_sectors;
-    uint32_t lbs;                   /* largest member logical block */
+    uint32_t lbs; /* largest member logical block */
 
     unsigned nmem;
     struct arr_member *mem[ARR_MAX_MEMBERS];
-    struct arr_member *role_mem[CLR_RAID_MAX_DISKS];   /* IN_SYNC/REBUILDING holder */
+    struct arr_member *role_mem[CLR_RAID_MAX_DISKS]; /* IN_SYNC/REBUILDING holder */
 
     /* lock: member states, freeze, request accounting, sync requests */
     struct arr_mutex lock;
-    pthread_cond_t cond;            /* freeze, drain, sync wake-ups */
+    pthread_cond_t cond; /* freeze, drain, sync wake-ups */
     bool running, stopping, stopped;
     bool frozen, thaw_err;
-    unsigned quiesce;               /* >0: new requests wait (member detach) */
+    unsigned quiesce; /* >0: new requests wait (member detach) */
     uint64_t blocked;
     unsigned inflight;
-    uint64_t state_gen;             /* bumped by every persistent change */
+    uint64_t state_gen; /* bumped by every persistent change */
     bool degraded;
 
     /* management calls, one at a time (taken before everything else) */
@@ -172,19 +170,19 @@ struct clr_array {
 
     /* superblock writes */
     struct arr_mutex meta_lock;
-    uint64_t sb_done_gen;           /* written to the superblocks */
-    atomic_uint_fast64_t sb_announced_gen;  /* written and (cluster)
+    uint64_t sb_done_gen;                  /* written to the superblocks */
+    atomic_uint_fast64_t sb_announced_gen; /* written and (cluster)
                                      * METADATA_UPDATED delivered everywhere
                                      * (written under meta_lock) */
-    atomic_uint_fast64_t local_fail_gen;    /* last failure seen here */
-    uint8_t *sb_buf;                /* 4 KiB per member slot */
+    atomic_uint_fast64_t local_fail_gen;   /* last failure seen here */
+    uint8_t *sb_buf;                       /* 4 KiB per member slot */
 
     /* bitmap */
     struct arr_mutex bm_lock;
     pthread_cond_t bm_cond;
     struct clr_bmc bmc;
     uint64_t bm_want_gen, bm_done_gen;
-    uint64_t bm_ok_gen;             /* last flush an in-sync member took */
+    uint64_t bm_ok_gen; /* last flush an in-sync member took */
     /* flush generation that carries the latest clean -> dirty change: a
      * write onto a chunk already dirty in memory still waits for it (the
      * bit may be on its way to disk for another writer) */
@@ -207,16 +205,16 @@ struct clr_array {
     pthread_t sync_thread;
     bool sync_thread_on;
     enum arr_action action;
-    enum arr_action requested;      /* check/repair asked for */
+    enum arr_action requested; /* check/repair asked for */
     bool resync_pending;
-    unsigned sync_hold;             /* >0: no new action starts (cluster re-add) */
+    unsigned sync_hold; /* >0: no new action starts (cluster re-add) */
     bool sync_abort;
-    uint64_t sync_pos, sync_total;  /* sectors */
+    uint64_t sync_pos, sync_total; /* sectors */
     uint64_t sync_start_ns, sync_done_sectors;
     uint64_t last_resync_bytes, last_check_mismatches;
-    uint64_t sync_passes;           /* completed actions, for waiters */
+    uint64_t sync_passes; /* completed actions, for waiters */
 
-    atomic_uint_fast64_t rr;        /* read balancing */
+    atomic_uint_fast64_t rr; /* read balancing */
     atomic_uint_fast64_t n_reads, n_writes, n_bm_flushes;
     atomic_uint_fast64_t last_client_ns;
     /* client writes issuing legs, in two epochs (under lock): a drain
@@ -230,17 +228,16 @@ struct clr_array {
     struct clr_io_ctx *ctx;
 
     /* cluster (array_cluster.c): NULL in plain single-node mode */
-    char *lock_backend;             /* "local", "cpg", "dlm" */
-    bool cluster;                   /* run the md-cluster protocol */
-    bool crashed;                   /* test crash: write nothing more */
+    char *lock_backend; /* "local", "cpg", "dlm" */
+    bool cluster;       /* run the md-cluster protocol */
+    bool crashed;       /* test crash: write nothing more */
     struct arr_cluster *cl;
-    const struct arr_cluster_ops *clops;    /* NULL: a single node */
+    const struct arr_cluster_ops *clops; /* NULL: a single node */
 };
 
 /* ---- array_state.c: lowest layer, calls nothing else of engine/array ---- */
 int64_t clr_arr_wall_ms(void);
-void clr_arr_log(struct clr_array *a, int prio, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+void clr_arr_log(struct clr_array *a, int prio, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 uint64_t clr_arr_now_ns(void);
 bool clr_arr_is_frozen(struct clr_array *a);
 void clr_arr_recompute_locked(struct clr_array *a);
@@ -440,16 +437,17 @@ struct arr_leg {
     struct clr_io_wg *wg;
     struct arr_member *m;
     int res;
-    bool behind;                    /* write-behind leg: result ignored */
+    bool behind; /* write-behind leg: result ignored */
 };
 /* array_state.c */
 void clr_arr_leg_done(void *arg, int res);
 /* array_legs.c */
-void clr_arr_leg_submit(struct arr_leg *l, struct clr_io_wg *wg, struct arr_member *m, bool write,
-                        void *buf, size_t len, uint64_t dsec, unsigned ioflags);
+void clr_arr_leg_submit(struct arr_leg *l, struct clr_io_wg *wg, struct arr_member *m, bool write, void *buf,
+                        size_t len, uint64_t dsec, unsigned ioflags);
 /* fails every member whose leg failed: -EAGAIN if one was the last copy
  * (the array froze); *bad counts failed legs */
-int clr_arr_legs_settle(struct clr_array *a, struct arr_req *rq, struct arr_leg *legs, unsigned n, unsigned *bad);
+int clr_arr_legs_settle(struct clr_array *a, struct arr_req *rq, struct arr_leg *legs, unsigned n,
+                        unsigned *bad);
 static inline bool arr_writable(enum arr_mstate s)
 {
     return s == ARR_M_IN_SYNC || s == ARR_M_REBUILDING;
@@ -459,7 +457,7 @@ static inline bool arr_writable(enum arr_mstate s)
 struct arr_view {
     struct arr_member *m[CLR_RAID_MAX_DISKS];
     enum arr_mstate st[CLR_RAID_MAX_DISKS];
-    struct arr_member *wb[CLR_RAID_MAX_DISKS];     /* write-behind per role */
+    struct arr_member *wb[CLR_RAID_MAX_DISKS]; /* write-behind per role */
 };
 void clr_arr_view(struct clr_array *a, struct arr_view *v);
 /* client writes: register in the current epoch / leave it */

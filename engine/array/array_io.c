@@ -9,7 +9,7 @@
 #include "array/array_internal.h"
 #include "raid/parity.h"
 
-#define ARR_MAX_REQ     (32u << 20)
+#define ARR_MAX_REQ (32u << 20)
 
 static bool aligned_ptr(const void *p)
 {
@@ -50,10 +50,10 @@ static void req_exit(struct clr_array *a)
     arr_mutex_unlock(&a->lock);
 }
 
-
 /* ============================ public entry points ======================== */
 
-static int checked_read(struct clr_array *a, struct arr_req *rq, uint8_t *buf, uint64_t ls, uint64_t n, bool locked)
+static int checked_read(struct clr_array *a, struct arr_req *rq, uint8_t *buf, uint64_t ls, uint64_t n,
+                        bool locked)
 {
     for (;;) {
         int rc = a->ops->read(a, rq, buf, ls, n, locked);
@@ -81,7 +81,7 @@ int clr_array_pread(struct clr_array *a, void *buf, uint32_t count, uint64_t off
 
     if ((rc = range_ok(a, count, offset)) != 0 || count == 0)
         return rc;
-    if (count > ARR_MAX_REQ) {     /* bounded buffers and lock ranges */
+    if (count > ARR_MAX_REQ) { /* bounded buffers and lock ranges */
         for (uint64_t done = 0; done < count && rc == 0; done += ARR_MAX_REQ)
             rc = clr_array_pread(a, (uint8_t *)buf + done,
                                  count - done < ARR_MAX_REQ ? count - done : ARR_MAX_REQ, offset + done);
@@ -177,8 +177,10 @@ static int bitmap_before_data(struct clr_array *a, struct arr_req *rq, struct ar
     while ((rc = clr_arr_bm_start_write(a, rq, ss, sn)) == -EAGAIN) {
         arr_mutex_lock(&a->lock);
         if (!a->frozen && !a->stopping)
-            clr_arr_log(a, LOG_CRIT, "no in-sync member took the write-intent bitmap: array frozen; 'clraid thaw %s --error' fails the blocked I/O",
-                        a->name);
+            clr_arr_log(
+                a, LOG_CRIT,
+                "no in-sync member took the write-intent bitmap: array frozen; 'clraid thaw %s --error' fails the blocked I/O",
+                a->name);
         a->frozen = true;
         arr_mutex_unlock(&a->lock);
         rc = thaw_and_readmit(a, r, ss, sn);
@@ -207,7 +209,7 @@ static int locked_write(struct clr_array *a, const void *buf, uint64_t count, ui
     a->ops->sync_range(a, ls, n, &ss, &sn);
     clr_arr_req_begin(a, rq);
     if (admit(a, &r, ss, sn)) {
-        clr_arr_req_end(a, rq);   /* nothing failed yet: nothing deferred */
+        clr_arr_req_end(a, rq); /* nothing failed yet: nothing deferred */
         return -ESHUTDOWN;
     }
     if (buf && (s != offset || e != offset + count || !aligned_ptr(buf))) {
@@ -246,8 +248,7 @@ static int locked_write(struct clr_array *a, const void *buf, uint64_t count, ui
     return rc;
 }
 
-int clr_array_pwrite(struct clr_array *a, const void *buf, uint32_t count, uint64_t offset,
-                     unsigned flags)
+int clr_array_pwrite(struct clr_array *a, const void *buf, uint32_t count, uint64_t offset, unsigned flags)
 {
     int rc;
 
@@ -256,8 +257,8 @@ int clr_array_pwrite(struct clr_array *a, const void *buf, uint32_t count, uint6
     if (count > ARR_MAX_REQ) {
         for (uint64_t done = 0; done < count && rc == 0; done += ARR_MAX_REQ)
             rc = clr_array_pwrite(a, (const uint8_t *)buf + done,
-                                  count - done < ARR_MAX_REQ ? count - done : ARR_MAX_REQ,
-                                  offset + done, flags);
+                                  count - done < ARR_MAX_REQ ? count - done : ARR_MAX_REQ, offset + done,
+                                  flags);
         return rc;
     }
     if ((rc = req_enter(a)) != 0)

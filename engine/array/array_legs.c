@@ -13,14 +13,14 @@
 #include "array/array_internal.h"
 
 /* Submits one leg; a refused submission completes the leg at once. */
-void clr_arr_leg_submit(struct arr_leg *l, struct clr_io_wg *wg, struct arr_member *m, bool write,
-                       void *buf, size_t len, uint64_t dsec, unsigned ioflags)
+void clr_arr_leg_submit(struct arr_leg *l, struct clr_io_wg *wg, struct arr_member *m, bool write, void *buf,
+                        size_t len, uint64_t dsec, unsigned ioflags)
 {
     int s;
 
     *l = (struct arr_leg){ .wg = wg, .m = m };
     clr_io_wg_add(wg, 1);
-    if (write && !buf)      /* mirrors: write zeroes without a data buffer */
+    if (write && !buf) /* mirrors: write zeroes without a data buffer */
         s = clr_io_zero(m->io, len, arr_dev_off(m, dsec), clr_arr_leg_done, l);
     else if (write)
         s = clr_io_write(m->io, buf, len, arr_dev_off(m, dsec), ioflags, clr_arr_leg_done, l);
@@ -32,7 +32,8 @@ void clr_arr_leg_submit(struct arr_leg *l, struct clr_io_wg *wg, struct arr_memb
 
 /* Fails every member whose leg failed. -EAGAIN if one of them was the last
  * copy (the array is frozen); *bad counts failed legs. */
-int clr_arr_legs_settle(struct clr_array *a, struct arr_req *rq, struct arr_leg *legs, unsigned n, unsigned *bad)
+int clr_arr_legs_settle(struct clr_array *a, struct arr_req *rq, struct arr_leg *legs, unsigned n,
+                        unsigned *bad)
 {
     int rc = 0;
 

@@ -13,7 +13,7 @@
 
 static const char *const mstate_names[] = {
     [ARR_M_IN_SYNC] = "in_sync", [ARR_M_REBUILDING] = "rebuilding", [ARR_M_SPARE] = "spare",
-    [ARR_M_FAULTY] = "faulty", [ARR_M_REMOVED] = "removed",
+    [ARR_M_FAULTY] = "faulty",   [ARR_M_REMOVED] = "removed",
 };
 
 /* The member at @path; a live one before a removed one of the same path
@@ -139,7 +139,8 @@ json_object *clr_array_status_json(struct clr_array *a)
     x = json_object_new_object();
     json_object_object_add(x, "bytes", json_object_new_int64((int64_t)a->last_resync_bytes));
     /* wall-clock ms since the epoch (null: none yet / still running) */
-    json_object_object_add(x, "started_ms", a->sync_started_ms ? json_object_new_int64(a->sync_started_ms) : NULL);
+    json_object_object_add(x, "started_ms",
+                           a->sync_started_ms ? json_object_new_int64(a->sync_started_ms) : NULL);
     json_object_object_add(x, "ended_ms", a->sync_ended_ms ? json_object_new_int64(a->sync_ended_ms) : NULL);
     json_object_object_add(o, "last_resync", x);
     x = json_object_new_object();
@@ -166,7 +167,8 @@ json_object *clr_array_status_json(struct clr_array *a)
     x = json_object_new_object();
     json_object_object_add(x, "reads", json_object_new_int64((int64_t)atomic_load(&a->n_reads)));
     json_object_object_add(x, "writes", json_object_new_int64((int64_t)atomic_load(&a->n_writes)));
-    json_object_object_add(x, "bitmap_flushes", json_object_new_int64((int64_t)atomic_load(&a->n_bm_flushes)));
+    json_object_object_add(x, "bitmap_flushes",
+                           json_object_new_int64((int64_t)atomic_load(&a->n_bm_flushes)));
     json_object_object_add(x, "lock_ops", json_object_new_int64((int64_t)lock_ops));
     json_object_object_add(x, "messages", json_object_new_int64((int64_t)messages));
     json_object_object_add(o, "counters", x);
@@ -191,15 +193,20 @@ static int mgmt_fail_device(struct clr_array *a, const char *path, struct clr_er
     if (!rc && !m)
         rc = clr_err_set(e, -ENOENT, "%s is not a member of '%s'", path, a->name);
     if (!rc && m->state == ARR_M_IN_SYNC && !clr_arr_enough_without(a, m->role))
-        rc = clr_err_set(e, -EBUSY, "%s: failing it would leave '%s' without a full copy of the data; refused",
-                         path, a->name);
+        rc =
+            clr_err_set(e, -EBUSY, "%s: failing it would leave '%s' without a full copy of the data; refused",
+                        path, a->name);
     if (!rc && (m->state == ARR_M_FAULTY || m->state == ARR_M_REMOVED))
         rc = clr_err_set(e, -EALREADY, "%s is already %s", path, mstate_names[m->state]);
     arr_mutex_unlock(&a->lock);
     if (rc)
         return rc;
     rc = clr_arr_member_failed(a, NULL, m, -EIO);
-    return rc ? clr_err_set(e, -EIO, "%s: marked faulty here, but the failure could not be recorded and announced: array frozen", path) : 0;
+    return rc ? clr_err_set(
+                    e, -EIO,
+                    "%s: marked faulty here, but the failure could not be recorded and announced: array frozen",
+                    path)
+              : 0;
 }
 
 static int mgmt_remove_device(struct clr_array *a, const char *path, struct clr_err *e)
@@ -234,8 +241,10 @@ static int mgmt_remove_device(struct clr_array *a, const char *path, struct clr_
     arr_mutex_unlock(&a->lock);
     rc = clr_arr_sb_update(a, gen, false);
     if (rc)
-        clr_err_set(e, rc, "%s: removed here, but the superblock update was not written or announced to every node: %s",
-                    path, strerror(-rc));
+        clr_err_set(
+            e, rc,
+            "%s: removed here, but the superblock update was not written or announced to every node: %s",
+            path, strerror(-rc));
     return rc;
 }
 
@@ -286,8 +295,8 @@ static void place_spare_locked(struct clr_array *a, struct arr_member *m)
 /* Opens a device being added or re-added, as the members were opened. */
 static int open_member(struct clr_array *a, const char *path, struct clr_io_dev **io, struct clr_err *e)
 {
-    unsigned fl = ((a->flags & CLR_ARRAY_BUFFERED) ? CLR_IO_OPEN_BUFFERED : 0) |
-                  (a->cluster ? 0 : CLR_IO_OPEN_EXCL);
+    unsigned fl =
+        ((a->flags & CLR_ARRAY_BUFFERED) ? CLR_IO_OPEN_BUFFERED : 0) | (a->cluster ? 0 : CLR_IO_OPEN_EXCL);
     int rc = clr_io_open(a->ctx, path, fl, io);
 
     return rc ? clr_err_set(e, rc, "%s: cannot open: %s", path, strerror(-rc)) : 0;
@@ -326,8 +335,8 @@ static int add_preflight(struct clr_array *a, const char *path, uint32_t *dn, st
     rc = need_running(a, e);
     m = rc ? NULL : find_locked(a, path);
     if (m && m->state != ARR_M_REMOVED)
-        rc = clr_err_set(e, -EEXIST, "%s is already known to '%s': use 're-add' for a member that left",
-                         path, a->name);
+        rc = clr_err_set(e, -EEXIST, "%s is already known to '%s': use 're-add' for a member that left", path,
+                         a->name);
     if (!rc && a->nmem >= ARR_MAX_MEMBERS)
         rc = clr_err_set(e, -E2BIG, "'%s' has too many devices", a->name);
     for (unsigned i = 0; i < a->nmem; i++)
@@ -388,9 +397,12 @@ static int add_announce(struct clr_array *a, const char *path, const struct clr_
     *meta = true;
     rc = arr_cl_newdisk(a, sb->device_uuid, sb->dev_number);
     if (rc)
-        clr_err_set(e, rc, rc == -ENOENT ? "%s: node(s) could not see the new device: add it on every node's configured path first"
-                                          : "%s: the other nodes did not take the new device: %s",
-                    path, strerror(-rc));
+        clr_err_set(
+            e, rc,
+            rc == -ENOENT
+                ? "%s: node(s) could not see the new device: add it on every node's configured path first"
+                : "%s: the other nodes did not take the new device: %s",
+            path, strerror(-rc));
     return rc;
 }
 
@@ -436,9 +448,10 @@ static int mgmt_add_device(struct clr_array *a, const char *path, struct clr_err
     }
     clr_io_free(buf);
     clr_arr_log(a, LOG_NOTICE, "%s: added as device %u", path, dn);
-    rc = sb_update_announced(a, gen);   /* cluster: inside our `metadata` */
+    rc = sb_update_announced(a, gen); /* cluster: inside our `metadata` */
     if (rc)
-        clr_err_set(e, rc, "%s: added, but the superblock update was not written or announced to every node: %s",
+        clr_err_set(e, rc,
+                    "%s: added, but the superblock update was not written or announced to every node: %s",
                     path, strerror(-rc));
     return rc;
 fail:
@@ -447,7 +460,7 @@ fail:
         memset(buf, 0, CLR_MD_SB_AREA_BYTES);
         clr_io_pwrite(io, buf, CLR_MD_SB_AREA_BYTES, CLR_MD_V12_SB_SECTOR * ARR_SECTOR, CLR_IO_FUA);
         if (meta)
-            arr_cl_meta_end(a, true);   /* candidates dropped everywhere */
+            arr_cl_meta_end(a, true); /* candidates dropped everywhere */
     }
     clr_io_free(buf);
     if (m)
@@ -500,7 +513,8 @@ static int readd_read_sb(struct clr_array *a, const char *path, struct clr_io_de
     } else if ((rc = clr_md_sb_decode(buf, CLR_MD_SB_AREA_BYTES, 0, sb, &de)) != 0) {
         clr_err_set(e, rc, "%s: %s: add it as a new device instead", path, de.msg);
     } else if (memcmp(sb->set_uuid, a->sb.set_uuid, 16) != 0 || sb->dev_number >= sb->max_dev) {
-        rc = clr_err_set(e, -EINVAL, "%s: not a former member of '%s': add it as a new device", path, a->name);
+        rc =
+            clr_err_set(e, -EINVAL, "%s: not a former member of '%s': add it as a new device", path, a->name);
     }
     clr_io_free(buf);
     return rc;
@@ -546,8 +560,8 @@ static int readd_place_locked(struct clr_array *a, struct arr_member **mp, const
     m->write_behind = false;
     /* The bitmap covers only what changed since it left in sync; a member
      * that left half-rebuilt needs a full recovery. */
-    m->bitmap_recovery = !(sb->feature_map & CLR_MD_FEAT_RECOVERY_OFFSET) ||
-                         (sb->feature_map & CLR_MD_FEAT_RECOVERY_BITMAP);
+    m->bitmap_recovery =
+        !(sb->feature_map & CLR_MD_FEAT_RECOVERY_OFFSET) || (sb->feature_map & CLR_MD_FEAT_RECOVERY_BITMAP);
     m->recovery_offset = 0;
     m->remote_rebuild = false;
     m->bits_gathered = false;
@@ -557,7 +571,7 @@ static int readd_place_locked(struct clr_array *a, struct arr_member **mp, const
     a->role_mem[role] = m;
     a->frozen = a->thaw_err = false;
     if (a->cl)
-        a->sync_hold++;     /* the pass must cover the gathered bits */
+        a->sync_hold++; /* the pass must cover the gathered bits */
     pthread_cond_broadcast(&a->cond);
     *gen = ++a->state_gen;
     return 0;
@@ -595,12 +609,12 @@ static int readd_announce(struct clr_array *a, struct arr_member *m, int role, u
         clr_arr_bm_set_degraded(a);
         clr_arr_sb_update(a, gen, false);
         arr_cl_meta_end(a, true);
-        return clr_err_set(e, rc, "%s: re-add not taken by every node (%s): rolled back, it stays faulty", path,
-                           strerror(-rc));
+        return clr_err_set(e, rc, "%s: re-add not taken by every node (%s): rolled back, it stays faulty",
+                           path, strerror(-rc));
     }
     arr_mutex_lock(&a->lock);
     if (m->state == ARR_M_REBUILDING && m->bitmap_recovery)
-        m->bits_gathered = true;    /* the pass may mark it in sync */
+        m->bits_gathered = true; /* the pass may mark it in sync */
     arr_mutex_unlock(&a->lock);
     clr_arr_log(a, LOG_NOTICE, "%s: re-added in role %d, resyncing the bitmap's dirty chunks", path, role);
     rc = sb_update_announced(a, gen);
@@ -650,14 +664,16 @@ static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_e
 
         rc = readd_announce(a, m, role, gen, path, &rolled_back, e);
         if (rolled_back)
-            return rc;      /* the message is said */
+            return rc; /* the message is said */
     } else {
-        clr_arr_log(a, LOG_NOTICE, "%s: re-added in role %d, resyncing the bitmap's dirty chunks", path, role);
+        clr_arr_log(a, LOG_NOTICE, "%s: re-added in role %d, resyncing the bitmap's dirty chunks", path,
+                    role);
         rc = clr_arr_sb_update(a, gen, false);
     }
     clr_arr_bm_flush(a);
     if (rc)
-        clr_err_set(e, rc, "%s: re-added, but the superblock update was not written or announced to every node: %s",
+        clr_err_set(e, rc,
+                    "%s: re-added, but the superblock update was not written or announced to every node: %s",
                     path, strerror(-rc));
     return rc;
 }
@@ -766,8 +782,7 @@ void clr_array_set_sync_speed(struct clr_array *a, uint32_t min_kib, uint32_t ma
 }
 
 /* Management calls run one at a time (never against a stopping array). */
-static int under_mgmt(struct clr_array *a,
-                      int (*op)(struct clr_array *, const char *, struct clr_err *),
+static int under_mgmt(struct clr_array *a, int (*op)(struct clr_array *, const char *, struct clr_err *),
                       const char *path, struct clr_err *e)
 {
     int rc;

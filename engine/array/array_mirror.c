@@ -11,10 +11,8 @@
 
 #include "array/array_internal.h"
 
-
 /* In-sync copies of @x in map order ("first" is the same on every node). */
-static unsigned mirror_sources(const struct arr_view *v, const struct clr_raid_extent *x,
-                               uint32_t *idx)
+static unsigned mirror_sources(const struct arr_view *v, const struct clr_raid_extent *x, uint32_t *idx)
 {
     unsigned n = 0;
 
@@ -24,9 +22,10 @@ static unsigned mirror_sources(const struct arr_view *v, const struct clr_raid_e
     return n;
 }
 
-static int mirror_read(struct clr_array *a, struct arr_req *rq, uint8_t *buf, uint64_t ls, uint64_t n, bool locked)
+static int mirror_read(struct clr_array *a, struct arr_req *rq, uint8_t *buf, uint64_t ls, uint64_t n,
+                       bool locked)
 {
-    struct clr_raid_extent x;      /* 2 KiB: on the stack, per request */
+    struct clr_raid_extent x; /* 2 KiB: on the stack, per request */
     struct arr_view v;
     uint32_t src[CLR_RAID_MAX_DISKS];
 
@@ -44,8 +43,9 @@ static int mirror_read(struct clr_array *a, struct arr_req *rq, uint8_t *buf, ui
             return clr_arr_is_frozen(a) ? -EAGAIN : -EIO;
         /* Hashed round robin: a plain counter aliases with RAID10's
          * alternating copy sets and would starve one leg. */
-        start = clr_arr_bm_region_needed(a, ls, k) || arr_cl_read_first(a, ls, ls + k) ? 0
-                : (unsigned)(((atomic_fetch_add(&a->rr, 1) * 0x9e3779b97f4a7c15ull) >> 40) % ns);
+        start = clr_arr_bm_region_needed(a, ls, k) || arr_cl_read_first(a, ls, ls + k)
+                    ? 0
+                    : (unsigned)(((atomic_fetch_add(&a->rr, 1) * 0x9e3779b97f4a7c15ull) >> 40) % ns);
         for (unsigned t = 0; t < ns; t++) {
             const struct clr_raid_loc *l = &x.copy[src[(start + t) % ns]];
             struct arr_member *m = v.m[l->disk];
@@ -69,7 +69,7 @@ static int mirror_read(struct clr_array *a, struct arr_req *rq, uint8_t *buf, ui
 static int mirror_write(struct clr_array *a, struct arr_req *rq, const uint8_t *buf, uint64_t ls, uint64_t n,
                         unsigned ioflags, bool *whole)
 {
-    struct clr_raid_extent x;      /* 2 KiB: on the stack, per request */
+    struct clr_raid_extent x; /* 2 KiB: on the stack, per request */
     struct arr_view v;
     struct arr_leg *legs;
     struct clr_io_wg wg;
@@ -97,7 +97,7 @@ static int mirror_write(struct clr_array *a, struct arr_req *rq, const uint8_t *
              * same update yet may still read it) */
             if (wb && nl < cap) {
                 clr_arr_leg_submit(&legs[nl], &wg, wb, true, (void *)buf, k * ARR_SECTOR, x.copy[c].sector,
-                           ioflags);
+                                   ioflags);
                 legs[nl++].behind = true;
             }
             if (!m || !arr_writable(v.st[x.copy[c].disk])) {
@@ -109,7 +109,7 @@ static int mirror_write(struct clr_array *a, struct arr_req *rq, const uint8_t *
             if (v.st[x.copy[c].disk] != ARR_M_IN_SYNC)
                 *whole = false;
             clr_arr_leg_submit(&legs[nl++], &wg, m, true, (void *)buf, k * ARR_SECTOR, x.copy[c].sector,
-                       ioflags);
+                               ioflags);
         }
         if (buf)
             buf += k * ARR_SECTOR;
@@ -124,8 +124,7 @@ static int mirror_write(struct clr_array *a, struct arr_req *rq, const uint8_t *
     return rc;
 }
 
-static void mirror_sync_range(const struct clr_array *a, uint64_t ls, uint64_t n,
-                              uint64_t *ss, uint64_t *sn)
+static void mirror_sync_range(const struct clr_array *a, uint64_t ls, uint64_t n, uint64_t *ss, uint64_t *sn)
 {
     *ss = ls;
     *sn = n;
@@ -143,10 +142,10 @@ static unsigned count_mismatch(const uint8_t *x, const uint8_t *y, uint64_t sect
 /* Resync/check/repair one unit of logical sectors: the first in-sync copy
  * is the source; resync writes it to every other live copy (re-added
  * members included); check compares; repair writes where they differ. */
-static int mirror_sync_unit(struct clr_array *a, struct arr_req *rq, enum arr_action act, uint64_t ss, uint64_t sn,
-                            uint64_t *mismatch)
+static int mirror_sync_unit(struct clr_array *a, struct arr_req *rq, enum arr_action act, uint64_t ss,
+                            uint64_t sn, uint64_t *mismatch)
 {
-    struct clr_raid_extent x;      /* 2 KiB: on the stack, per request */
+    struct clr_raid_extent x; /* 2 KiB: on the stack, per request */
     uint8_t *src = NULL, *cmp = NULL;
     struct arr_view v;
     int rc = 0;
@@ -225,10 +224,9 @@ out:
 
 /* Rebuilds @m's device sectors from [ds, ds+n): unmap to the logical
  * sector, copy from the first in-sync copy under the range lock. */
-static int64_t mirror_recover_unit(struct clr_array *a, struct arr_member *m, uint64_t ds,
-                                   uint64_t n)
+static int64_t mirror_recover_unit(struct clr_array *a, struct arr_member *m, uint64_t ds, uint64_t n)
 {
-    struct clr_raid_extent x;      /* 2 KiB: on the stack, per request */
+    struct clr_raid_extent x; /* 2 KiB: on the stack, per request */
     struct clr_raid_phys p = { .role = CLR_RAID_ROLE_UNUSED };
     struct arr_req rq;
     struct arr_range r;
@@ -293,4 +291,3 @@ const struct arr_ops clr_arr_mirror_ops = {
     .sync_unit = mirror_sync_unit,
     .recover_unit = mirror_recover_unit,
 };
-

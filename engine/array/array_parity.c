@@ -70,11 +70,11 @@ static void pool_put(struct clr_array *a, uint8_t *b)
 /* One stripe's worth of working state. */
 struct stripe_io {
     struct clr_raid_stripe st;
-    unsigned nb;                    /* data blocks + P (+ Q) */
+    unsigned nb; /* data blocks + P (+ Q) */
     uint8_t *blk[CLR_RAID_MAX_DISKS + 2];
     uint8_t *scr[CLR_RAID_MAX_DISKS + 2];
-    uint64_t dsec;                  /* first device sector of the rows */
-    size_t len;                     /* bytes per block */
+    uint64_t dsec; /* first device sector of the rows */
+    size_t len;    /* bytes per block */
 };
 
 static uint32_t blk_disk(const struct stripe_io *s, unsigned i)
@@ -107,8 +107,8 @@ static int stripe_gen(struct stripe_io *s, uint8_t *p, uint8_t *q)
 /* Reads the stripe rows from the in-sync members and rebuilds what is
  * missing (failed, rebuilding, or failing now). Data blocks always end up
  * valid; P/Q only if @need_parity. */
-static int stripe_load(struct clr_array *a, struct arr_req *rq, struct stripe_io *s, const struct arr_view *v0,
-                       bool need_parity)
+static int stripe_load(struct clr_array *a, struct arr_req *rq, struct stripe_io *s,
+                       const struct arr_view *v0, bool need_parity)
 {
     struct arr_view v = *v0;
     bool lost[CLR_RAID_MAX_DISKS + 2], have[CLR_RAID_MAX_DISKS + 2];
@@ -170,14 +170,14 @@ static int stripe_load(struct clr_array *a, struct arr_req *rq, struct stripe_io
             return clr_arr_is_frozen(a) ? -EAGAIN : -EIO;
         if (s->nb == s->st.ndata + 1)
             return clr_parity_raid5_recover(s->st.ndata, s->len, (void *const *)s->blk, lidx[0]);
-        return clr_parity_raid6_recover(s->st.ndata, s->len, (void *const *)s->blk, s->st.qexp,
-                                        nl, lidx);
+        return clr_parity_raid6_recover(s->st.ndata, s->len, (void *const *)s->blk, s->st.qexp, nl, lidx);
     }
 }
 
 /* Writes blocks flagged in @wr to their live members. */
-static int stripe_write(struct clr_array *a, struct arr_req *rq, struct stripe_io *s, const struct arr_view *v,
-                        const bool *wr, uint8_t *const *src, unsigned ioflags, bool *whole)
+static int stripe_write(struct clr_array *a, struct arr_req *rq, struct stripe_io *s,
+                        const struct arr_view *v, const bool *wr, uint8_t *const *src, unsigned ioflags,
+                        bool *whole)
 {
     struct arr_leg legs[CLR_RAID_MAX_DISKS + 2];
     struct clr_io_wg wg;
@@ -214,8 +214,8 @@ static bool stripe_all_in_sync(const struct stripe_io *s, const struct arr_view 
 }
 
 /* Writes [ls, ls+k) that lies in one stripe; the range lock is held. */
-static int parity_write_stripe(struct clr_array *a, struct arr_req *rq, const uint8_t *buf, uint64_t ls, uint64_t k,
-                               unsigned ioflags, bool *whole)
+static int parity_write_stripe(struct clr_array *a, struct arr_req *rq, const uint8_t *buf, uint64_t ls,
+                               uint64_t k, unsigned ioflags, bool *whole)
 {
     uint64_t cs = a->g.chunk_sectors, ndata = a->g.data_disks;
     uint64_t stripe = ls / cs / ndata, first = stripe * cs * ndata;
@@ -246,7 +246,8 @@ static int parity_write_stripe(struct clr_array *a, struct arr_req *rq, const ui
 
         clr_io_wg_init(&wg);
         for (uint64_t c = kb; c <= ke; c++)
-            clr_arr_leg_submit(&legs[nl++], &wg, v.m[blk_disk(&s, (unsigned)c)], false, s.blk[c], s.len, s.dsec, 0);
+            clr_arr_leg_submit(&legs[nl++], &wg, v.m[blk_disk(&s, (unsigned)c)], false, s.blk[c], s.len,
+                               s.dsec, 0);
         for (unsigned i = s.st.ndata; i < s.nb; i++)
             clr_arr_leg_submit(&legs[nl++], &wg, v.m[blk_disk(&s, i)], false, s.blk[i], s.len, s.dsec, 0);
         clr_io_wg_wait(&wg);
@@ -257,7 +258,7 @@ static int parity_write_stripe(struct clr_array *a, struct arr_req *rq, const ui
         if (rc)
             goto out;
         if (!rmw)
-            clr_arr_view(a, &v);        /* fall back to reconstruct-write */
+            clr_arr_view(a, &v); /* fall back to reconstruct-write */
     }
     if (!full && !rmw) {
         rc = stripe_load(a, rq, &s, &v, false);
@@ -287,8 +288,8 @@ static int parity_write_stripe(struct clr_array *a, struct arr_req *rq, const ui
         }
         /* RAID5 has no Q: its stripe roles carry no meaningful qexp */
         rc = s.nb > s.st.ndata + 1
-             ? clr_parity_rmw(nc, s.len, oldp, newp, qe, s.blk[s.st.ndata], s.blk[s.st.ndata + 1])
-             : clr_parity_rmw(nc, s.len, oldp, newp, NULL, s.blk[s.st.ndata], NULL);
+                 ? clr_parity_rmw(nc, s.len, oldp, newp, qe, s.blk[s.st.ndata], s.blk[s.st.ndata + 1])
+                 : clr_parity_rmw(nc, s.len, oldp, newp, NULL, s.blk[s.st.ndata], NULL);
         for (uint64_t c = kb; c <= ke; c++)
             s.blk[c] = s.scr[c];
     } else {
@@ -321,8 +322,7 @@ static int parity_write(struct clr_array *a, struct arr_req *rq, const uint8_t *
     return 0;
 }
 
-static void parity_sync_range(const struct clr_array *a, uint64_t ls, uint64_t n,
-                              uint64_t *ss, uint64_t *sn)
+static void parity_sync_range(const struct clr_array *a, uint64_t ls, uint64_t n, uint64_t *ss, uint64_t *sn)
 {
     uint64_t per = (uint64_t)a->g.chunk_sectors * a->g.data_disks;
     uint64_t s0 = ls / per, s1 = (ls + n - 1) / per;
@@ -333,8 +333,8 @@ static void parity_sync_range(const struct clr_array *a, uint64_t ls, uint64_t n
 
 /* Reads a piece of one data chunk whose member is missing or failed, from
  * the rest of its stripe. */
-static int parity_read_degraded(struct clr_array *a, struct arr_req *rq, uint8_t *buf, uint64_t ls, uint64_t k,
-                                bool locked)
+static int parity_read_degraded(struct clr_array *a, struct arr_req *rq, uint8_t *buf, uint64_t ls,
+                                uint64_t k, bool locked)
 {
     uint64_t cs = a->g.chunk_sectors, ndata = a->g.data_disks;
     uint64_t stripe = ls / cs / ndata, o = ls - stripe * cs * ndata;
@@ -364,9 +364,10 @@ out:
     return rc;
 }
 
-static int parity_read(struct clr_array *a, struct arr_req *rq, uint8_t *buf, uint64_t ls, uint64_t n, bool locked)
+static int parity_read(struct clr_array *a, struct arr_req *rq, uint8_t *buf, uint64_t ls, uint64_t n,
+                       bool locked)
 {
-    struct clr_raid_extent x;      /* 2 KiB: on the stack, per request */
+    struct clr_raid_extent x; /* 2 KiB: on the stack, per request */
     struct arr_leg *legs;
     struct arr_view v;
     struct clr_io_wg wg;
@@ -424,8 +425,8 @@ out:
 }
 
 /* Resync/check/repair whole stripes [ss, ss+sn) (sync = device sectors). */
-static int parity_sync_unit(struct clr_array *a, struct arr_req *rq, enum arr_action act, uint64_t ss, uint64_t sn,
-                            uint64_t *mismatch)
+static int parity_sync_unit(struct clr_array *a, struct arr_req *rq, enum arr_action act, uint64_t ss,
+                            uint64_t sn, uint64_t *mismatch)
 {
     uint64_t cs = a->g.chunk_sectors;
     int rc = 0;
@@ -479,15 +480,14 @@ static int parity_sync_unit(struct clr_array *a, struct arr_req *rq, enum arr_ac
         }
         if (rc == 0)
             rc = stripe_write(a, rq, &s, &v, wr, src, 0, &whole);
-next:
+    next:
         pool_put(a, pool);
     }
     return rc;
 }
 
 /* Rebuilds one stripe row of @m. */
-static int64_t parity_recover_unit(struct clr_array *a, struct arr_member *m, uint64_t ds,
-                                   uint64_t n)
+static int64_t parity_recover_unit(struct clr_array *a, struct arr_member *m, uint64_t ds, uint64_t n)
 {
     uint64_t cs = a->g.chunk_sectors, st = ds / cs;
     bool wr[CLR_RAID_MAX_DISKS + 2] = { false }, whole = true;
@@ -525,4 +525,3 @@ const struct arr_ops clr_arr_parity_ops = {
     .sync_unit = parity_sync_unit,
     .recover_unit = parity_recover_unit,
 };
-

@@ -143,8 +143,8 @@ int clr_array_run(struct clr_array *a, struct clr_err *e)
         goto fail;
     }
     a->sync_thread_on = true;
-    clr_arr_log(a, LOG_INFO, "started %s, %u devices, %" PRIu64 " dirty bitmap chunks",
-                a->g.pers->name, a->g.raid_disks, clr_bmc_dirty_chunks(&a->bmc));
+    clr_arr_log(a, LOG_INFO, "started %s, %u devices, %" PRIu64 " dirty bitmap chunks", a->g.pers->name,
+                a->g.raid_disks, clr_bmc_dirty_chunks(&a->bmc));
     return 0;
 fail:
     clr_array_stop(a);
@@ -165,7 +165,6 @@ int clr_array_stop(struct clr_array *a)
     arr_mutex_unlock(&a->mgmt_lock);
     return rc;
 }
-
 
 /* Stopping (a->lock held, released on return): wait for the requests in
  * flight, then for the sync and bitmap threads. */
@@ -197,7 +196,7 @@ static int array_crash(struct clr_array *a, bool lost, uint64_t *member)
     a->sync_abort = true;
     pthread_cond_broadcast(&a->cond);
     arr_mutex_unlock(&a->lock);
-    arr_cl_kick(a);     /* writes waiting for a window or hold see it */
+    arr_cl_kick(a); /* writes waiting for a window or hold see it */
     /* the lockspace dies first: the others see MEMBER_FAILED (or, lost,
      * MEMBER_LOST until they confirm it dead) */
     arr_cl_crash(a, lost, member);
@@ -238,7 +237,7 @@ static int array_stop(struct clr_array *a)
     a->sync_abort = true;
     pthread_cond_broadcast(&a->cond);
     arr_mutex_unlock(&a->lock);
-    arr_cl_kick(a);     /* writes waiting for a window or hold see it */
+    arr_cl_kick(a); /* writes waiting for a window or hold see it */
     arr_mutex_lock(&a->lock);
     drain_and_join_locked(a);
     clr_arr_flush_all(a);

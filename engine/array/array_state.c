@@ -44,7 +44,6 @@ int64_t clr_arr_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-
 void clr_arr_view(struct clr_array *a, struct arr_view *v)
 {
     arr_mutex_lock(&a->lock);
@@ -224,13 +223,12 @@ bool clr_arr_mark_faulty_remote_locked(struct clr_array *a, struct arr_member *m
     m->state = ARR_M_FAULTY;
     m->remote_rebuild = false;
     m->bits_gathered = false;
-    m->faulty_gen = a->state_gen;   /* already on disk: nothing to write */
+    m->faulty_gen = a->state_gen; /* already on disk: nothing to write */
     if (role >= 0 && a->role_mem[role] == m)
         a->role_mem[role] = NULL;
     clr_arr_recompute_locked(a);
     return true;
 }
-
 
 /* Marks @m Faulty under lock; false if that would leave too little redundancy. */
 bool clr_arr_mark_faulty_locked(struct clr_array *a, struct arr_member *m)
@@ -238,7 +236,7 @@ bool clr_arr_mark_faulty_locked(struct clr_array *a, struct arr_member *m)
     int role = m->role;
 
     if (m->state == ARR_M_FAULTY || m->state == ARR_M_REMOVED) {
-        m->write_behind = false;    /* we saw it fail ourselves: stop */
+        m->write_behind = false; /* we saw it fail ourselves: stop */
         return true;
     }
     if (m->state == ARR_M_IN_SYNC && !clr_arr_enough_without(a, role))

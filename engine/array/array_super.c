@@ -30,8 +30,8 @@ static int freeze_and_wait(struct clr_array *a, int rc, const char *what)
 {
     arr_mutex_lock(&a->lock);
     if (!a->frozen && !a->stopping)
-        clr_arr_log(a, LOG_CRIT, "%s (%s): array frozen; 'clraid thaw %s --error' fails the blocked I/O", what,
-                    strerror(-rc), a->name);
+        clr_arr_log(a, LOG_CRIT, "%s (%s): array frozen; 'clraid thaw %s --error' fails the blocked I/O",
+                    what, strerror(-rc), a->name);
     a->frozen = true;
     arr_mutex_unlock(&a->lock);
     if (clr_arr_nowait(a))
@@ -91,7 +91,8 @@ static int behind_barrier(struct clr_array *a, struct arr_member *const *ms, uns
         }
         if (a->crashed)
             return 0;
-        rc = freeze_and_wait(a, rc, "a write-behind leg failed and the cluster metadata lock cannot be taken");
+        rc =
+            freeze_and_wait(a, rc, "a write-behind leg failed and the cluster metadata lock cannot be taken");
         if (rc)
             return rc;
     }
@@ -123,15 +124,17 @@ int clr_arr_member_failed(struct clr_array *a, struct arr_req *rq, struct arr_me
     ok = clr_arr_mark_faulty_locked(a, m);
     if (!ok) {
         if (!a->frozen)
-            clr_arr_log(a, LOG_CRIT, "%s: I/O error (%s) on the last copy: array frozen; 'clraid thaw %s --error' fails the blocked I/O",
-                        m->path, strerror(-err), a->name);
+            clr_arr_log(
+                a, LOG_CRIT,
+                "%s: I/O error (%s) on the last copy: array frozen; 'clraid thaw %s --error' fails the blocked I/O",
+                m->path, strerror(-err), a->name);
         a->frozen = true;
         arr_mutex_unlock(&a->lock);
         return -EAGAIN;
     }
     if (!was && m->state == ARR_M_FAULTY)
-        clr_arr_log(a, LOG_ERR, "%s: I/O error (%s): member marked faulty, array runs degraded",
-                    m->path, strerror(-err));
+        clr_arr_log(a, LOG_ERR, "%s: I/O error (%s): member marked faulty, array runs degraded", m->path,
+                    strerror(-err));
     gen = m->faulty_gen;
     arr_mutex_unlock(&a->lock);
     clr_arr_bm_set_degraded(a);
@@ -159,8 +162,9 @@ static int announce_failure(struct clr_array *a, uint64_t gen)
 
         if (rc == 0 || a->crashed)
             return 0;
-        rc = freeze_and_wait(a, rc, a->cl ? "a member failure could not be recorded and announced to the cluster"
-                                           : "a member failure could not be recorded");
+        rc = freeze_and_wait(a, rc,
+                             a->cl ? "a member failure could not be recorded and announced to the cluster"
+                                   : "a member failure could not be recorded");
         if (rc)
             return rc;
     }
@@ -326,7 +330,7 @@ int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean)
      * still be on its way to the other nodes (wait for that) */
     if (!gen || a->sb_announced_gen < gen) {
         if (a->cluster)
-            clean = a->sb.resync_offset == CLR_MD_MAX_SECTOR;  /* the bitmaps carry crash state */
+            clean = a->sb.resync_offset == CLR_MD_MAX_SECTOR; /* the bitmaps carry crash state */
         for (int tries = 0; tries < 8; tries++) {
             uint64_t snap;
             unsigned n = sb_encode_round(a, clean, tgt, &snap);
@@ -335,10 +339,10 @@ int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean)
             int r = sb_write_round(a, tgt, n, &again);
 
             if (r)
-                rc = r;     /* frozen: kept through later rounds */
+                rc = r; /* frozen: kept through later rounds */
             a->sb_done_gen = snap;
             if (!a->cl && rc == 0 && snap > a->sb_announced_gen)
-                a->sb_announced_gen = snap;     /* cluster: once METADATA_UPDATED is delivered */
+                a->sb_announced_gen = snap; /* cluster: once METADATA_UPDATED is delivered */
             if (!again)
                 break;
             clr_arr_bm_set_degraded(a);

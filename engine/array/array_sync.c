@@ -11,11 +11,11 @@
 
 #include "array/array_internal.h"
 
-#define SYNC_UNIT_SECTORS   2048u           /* 1 MiB per mirror unit */
-#define CKPT_NS             2000000000ull   /* recovery checkpoint period */
+#define SYNC_UNIT_SECTORS 2048u         /* 1 MiB per mirror unit */
+#define CKPT_NS           2000000000ull /* recovery checkpoint period */
 
 static const char *const action_names[] = {
-    [ARR_SYNC_IDLE] = "idle", [ARR_SYNC_RESYNC] = "resync", [ARR_SYNC_RECOVER] = "recover",
+    [ARR_SYNC_IDLE] = "idle",   [ARR_SYNC_RESYNC] = "resync", [ARR_SYNC_RECOVER] = "recover",
     [ARR_SYNC_CHECK] = "check", [ARR_SYNC_REPAIR] = "repair",
 };
 
@@ -62,8 +62,7 @@ static void progress(struct clr_array *a, uint64_t pos, uint64_t done)
 
         if (want > el)
             sleep_ns(want - el < 1000000000ull ? want - el : 1000000000ull);
-    } else if (kib * 1000000000ull / el > smin &&
-               now - atomic_load(&a->last_client_ns) < 100000000ull) {
+    } else if (kib * 1000000000ull / el > smin && now - atomic_load(&a->last_client_ns) < 100000000ull) {
         sleep_ns(2000000);
     }
 }
@@ -119,7 +118,8 @@ static int cl_begin(struct clr_array *a, uint64_t lo, uint64_t hi)
 static uint64_t unit_sectors(const struct clr_array *a)
 {
     if (a->g.pers->has_parity)
-        return a->g.chunk_sectors * (SYNC_UNIT_SECTORS / a->g.chunk_sectors ? SYNC_UNIT_SECTORS / a->g.chunk_sectors : 1);
+        return a->g.chunk_sectors *
+               (SYNC_UNIT_SECTORS / a->g.chunk_sectors ? SYNC_UNIT_SECTORS / a->g.chunk_sectors : 1);
     return SYNC_UNIT_SECTORS;
 }
 
@@ -200,7 +200,7 @@ static int resync_chunk(struct clr_array *a, uint64_t k, uint64_t xhi, uint64_t 
     if (rc)
         return rc;
     arr_mutex_lock(&a->lock);
-    degraded = sync_degraded_locked(a);     /* a member may have failed meanwhile */
+    degraded = sync_degraded_locked(a); /* a member may have failed meanwhile */
     arr_mutex_unlock(&a->lock);
     if (!degraded) {
         arr_mutex_lock(&a->bm_lock);
@@ -218,8 +218,7 @@ static void readd_targets_in_sync(struct clr_array *a, struct arr_member **tgt, 
 {
     arr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < nt; i++) {
-        if (tgt[i]->state != ARR_M_REBUILDING || tgt[i]->remote_rebuild ||
-            (a->cl && !tgt[i]->bits_gathered))
+        if (tgt[i]->state != ARR_M_REBUILDING || tgt[i]->remote_rebuild || (a->cl && !tgt[i]->bits_gathered))
             continue;
         tgt[i]->state = ARR_M_IN_SYNC;
         tgt[i]->bitmap_recovery = false;
@@ -301,7 +300,11 @@ static int run_resync(struct clr_array *a)
         readd_targets_in_sync(a, tgt, nt);
     if (cl_on)
         arr_cl_resync_end(a);
-    clr_arr_log(a, LOG_INFO, "resync %s: %" PRIu64 " chunks", rc ? "failed" : aborted ? "interrupted" : "done", done);
+    clr_arr_log(a, LOG_INFO, "resync %s: %" PRIu64 " chunks",
+                rc        ? "failed"
+                : aborted ? "interrupted"
+                          : "done",
+                done);
     return rc;
 }
 
@@ -343,7 +346,8 @@ static int recover_cluster_check(struct clr_array *a, struct arr_member *m)
 
 /* The copy itself, from @ds, with a checkpoint every CKPT_NS.  *aborted:
  * stopped by a stop or an abort; returns the error or 0, *ds the end. */
-static int recover_copy(struct clr_array *a, struct arr_member *m, uint64_t *ds, uint64_t start, bool *aborted)
+static int recover_copy(struct clr_array *a, struct arr_member *m, uint64_t *ds, uint64_t start,
+                        bool *aborted)
 {
     uint64_t end = a->g.used_dev_sectors, last_ckpt = clr_arr_now_ns();
     uint64_t us = a->g.chunk_sectors ? a->g.chunk_sectors : SYNC_UNIT_SECTORS;
@@ -415,7 +419,7 @@ static int run_recover(struct clr_array *a, struct arr_member *m)
         clr_arr_recompute_locked(a);
         clr_arr_log(a, LOG_NOTICE, "%s: recovery done, role %d in sync", m->path, m->role);
     } else if (m->state == ARR_M_REBUILDING) {
-        m->recovery_offset = ds;        /* checkpoint kept for the next start */
+        m->recovery_offset = ds; /* checkpoint kept for the next start */
     }
     a->state_gen++;
     arr_mutex_unlock(&a->lock);
@@ -485,8 +489,7 @@ static enum arr_action due_locked(struct clr_array *a, struct arr_member **tgt)
         }
     }
     for (unsigned i = 0; i < a->nmem; i++)
-        if (a->mem[i]->state == ARR_M_REBUILDING && a->mem[i]->bitmap_recovery &&
-            !a->mem[i]->remote_rebuild)
+        if (a->mem[i]->state == ARR_M_REBUILDING && a->mem[i]->bitmap_recovery && !a->mem[i]->remote_rebuild)
             return ARR_SYNC_RESYNC;
     return a->resync_pending ? ARR_SYNC_RESYNC : ARR_SYNC_IDLE;
 }
@@ -506,7 +509,7 @@ void *clr_arr_sync_main(void *arg)
         if (a->stopping)
             break;
         a->sync_abort = false;
-        a->action = act;        /* busy from now on, for waiters */
+        a->action = act; /* busy from now on, for waiters */
         if (act == ARR_SYNC_RESYNC || act == ARR_SYNC_RECOVER)
             a->last_resync_bytes = 0;
         arr_mutex_unlock(&a->lock);
@@ -522,8 +525,7 @@ void *clr_arr_sync_main(void *arg)
             break;
         }
         arr_mutex_lock(&a->lock);
-        if ((act == ARR_SYNC_RESYNC || act == ARR_SYNC_RECOVER) && a->sync_started_ms &&
-            !a->sync_ended_ms)
+        if ((act == ARR_SYNC_RESYNC || act == ARR_SYNC_RECOVER) && a->sync_started_ms && !a->sync_ended_ms)
             a->sync_ended_ms = clr_arr_wall_ms();
         a->action = ARR_SYNC_IDLE;
         a->sync_passes++;

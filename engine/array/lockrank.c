@@ -29,8 +29,10 @@ void arr_rank_acquire(unsigned rank, const char *name)
 {
     for (unsigned i = 0; i < nheld; i++) {
         if (held_rank[i] >= rank) {
-            fprintf(stderr, "clraid: lock order violated: taking %s (rank %u) while holding %s (rank %u); see engine/array/lockrank.h\n",
-                    name, rank, held_name[i], held_rank[i]);
+            fprintf(
+                stderr,
+                "clraid: lock order violated: taking %s (rank %u) while holding %s (rank %u); see engine/array/lockrank.h\n",
+                name, rank, held_name[i], held_rank[i]);
             abort();
         }
     }
@@ -63,7 +65,8 @@ void arr_rank_release(unsigned rank, const char *name)
             return;
         }
     }
-    fprintf(stderr, "clraid: lock order: releasing %s (rank %u), which this thread does not hold\n", name, rank);
+    fprintf(stderr, "clraid: lock order: releasing %s (rank %u), which this thread does not hold\n", name,
+            rank);
     abort();
 }
 

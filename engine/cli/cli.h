@@ -29,8 +29,7 @@ int clr_cmd_fault(int argc, char **argv);
 int clr_cmd_ctl(int argc, char **argv);
 
 /** Prints "clraid CMD: MESSAGE" to stderr as one line. */
-void clr_cli_error(const char *cmd, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void clr_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /** An opened member candidate. */
 struct clr_dev {
@@ -61,7 +60,7 @@ int clr_random_bytes(void *buf, size_t len);
 /** What libblkid finds on a device (filesystem, partition table, RAID). */
 struct clr_probe_result {
     bool found;
-    char what[160];   /* e.g. "an ext4 filesystem (UUID=...)" */
+    char what[160]; /* e.g. "an ext4 filesystem (UUID=...)" */
 };
 
 /** Probes @fd for any signature. 0 (result filled) or -errno. */
@@ -82,8 +81,7 @@ int clr_wipe_signatures(int fd);
 int clr_name_check(const char *cmd, const char *name);
 
 /** "@dir/@name@ext" into @buf; -1 (after one line for @cmd) if too long. */
-int clr_run_path(const char *cmd, char *buf, size_t size, const char *dir,
-                 const char *name, const char *ext);
+int clr_run_path(const char *cmd, char *buf, size_t size, const char *dir, const char *name, const char *ext);
 
 /** True if @pid is a live process (not a zombie). */
 bool clr_pid_alive(pid_t pid);

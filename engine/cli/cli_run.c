@@ -23,15 +23,14 @@ int clr_name_check(const char *cmd, const char *name)
     return 0;
 }
 
-int clr_run_path(const char *cmd, char *buf, size_t size, const char *dir,
-                 const char *name, const char *ext)
+int clr_run_path(const char *cmd, char *buf, size_t size, const char *dir, const char *name, const char *ext)
 {
     int n = snprintf(buf, size, "%s/%s%s", dir, name, ext);
 
     /* 108 is sun_path: sockets must fit there. */
     if (n < 0 || (size_t)n >= size || (size_t)n >= 108) {
-        clr_cli_error(cmd, "%s/%s%s: path too long for a unix socket (use a shorter --run-dir)",
-                      dir, name, ext);
+        clr_cli_error(cmd, "%s/%s%s: path too long for a unix socket (use a shorter --run-dir)", dir, name,
+                      ext);
         return -1;
     }
     return 0;
@@ -80,8 +79,8 @@ pid_t clr_run_pid(const char *dir, const char *name)
     return (pid_t)pid;
 }
 
-int clr_cli_ctl(const char *cmd, const char *dir, const char *name, const char *ctlcmd,
-                json_object *args, int timeout_ms, json_object **result)
+int clr_cli_ctl(const char *cmd, const char *dir, const char *name, const char *ctlcmd, json_object *args,
+                int timeout_ms, json_object **result)
 {
     char path[4096];
     struct clr_err e = { "" };
@@ -96,8 +95,8 @@ int clr_cli_ctl(const char *cmd, const char *dir, const char *name, const char *
     }
     rc = clr_ctl_call(path, ctlcmd, args, timeout_ms, &res, &e);
     if (rc == -ENOENT || rc == -ECONNREFUSED) {
-        clr_cli_error(cmd, "array '%s' is not running in %s (start it with 'clraid start %s DEV...'%s)",
-                      name, dir, name, strcmp(dir, CLR_RUN_DIR_DEFAULT) ? " or check --run-dir" : "");
+        clr_cli_error(cmd, "array '%s' is not running in %s (start it with 'clraid start %s DEV...'%s)", name,
+                      dir, name, strcmp(dir, CLR_RUN_DIR_DEFAULT) ? " or check --run-dir" : "");
         return -1;
     }
     if (rc) {

@@ -25,8 +25,12 @@ static int check_cmd(const char *cmd, int argc, char **argv)
 
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 'r': dir = optarg; break;
-        case 'w': wait = true; break;
+        case 'r':
+            dir = optarg;
+            break;
+        case 'w':
+            wait = true;
+            break;
         case 'h':
             printf("usage: clraid %s NAME [--wait] [--run-dir DIR]\n", cmd);
             return 0;
@@ -62,7 +66,8 @@ static int check_cmd(const char *cmd, int argc, char **argv)
     }
     printf("%s: %s finished: %" PRId64 " mismatches\n", name, cmd,
            clr_json_path(st, "last_check.mismatches")
-               ? json_object_get_int64(clr_json_path(st, "last_check.mismatches")) : 0);
+               ? json_object_get_int64(clr_json_path(st, "last_check.mismatches"))
+               : 0);
     json_object_put(st);
     return 0;
 }

@@ -45,11 +45,17 @@ static int parse_u32(const char *opt, const char *s, uint32_t *out)
     return 0;
 }
 
-enum { OPT_BITMAP_CHUNK = 256, OPT_NODES, OPT_HOME_CLUSTER, OPT_ASSUME_CLEAN,
-       OPT_UUID, OPT_LAYOUT };
+enum {
+    OPT_BITMAP_CHUNK = 256,
+    OPT_NODES,
+    OPT_HOME_CLUSTER,
+    OPT_ASSUME_CLEAN,
+    OPT_UUID,
+    OPT_LAYOUT
+};
 
-static int write_member(struct clr_dev *d, const struct clr_create_plan *plan, uint32_t index,
-                        bool force, uint8_t *region, uint8_t *sbuf)
+static int write_member(struct clr_dev *d, const struct clr_create_plan *plan, uint32_t index, bool force,
+                        uint8_t *region, uint8_t *sbuf)
 {
     struct clr_md_sb sb;
     uint8_t dev_uuid[16];
@@ -95,14 +101,14 @@ struct create_req {
     struct clr_create_params p;
     const char *layout_arg;
     bool force, have_level, have_uuid;
-    char **paths;           /* the member arguments */
+    char **paths; /* the member arguments */
     uint32_t ndev;
 };
 
 /* The members, opened read-only (phase 1), then for writing (phase 2). */
 struct create_members {
     struct clr_dev *devs;
-    uint64_t *sizes;        /* sectors */
+    uint64_t *sizes; /* sectors */
     uint32_t n;
 };
 
@@ -113,12 +119,23 @@ struct create_members {
 static uint32_t *u32_option(int c, struct clr_create_params *p, const char **name)
 {
     switch (c) {
-    case 'n': *name = "raid-devices"; return &p->raid_disks;
-    case 'x': *name = "spare-devices"; return &p->spare_devices;
-    case 'c': *name = "chunk"; return &p->chunk_kib;
-    case OPT_BITMAP_CHUNK: *name = "bitmap-chunk"; return &p->bitmap_chunk_kib;
-    case OPT_NODES: *name = "nodes"; return &p->nodes;
-    default: return NULL;
+    case 'n':
+        *name = "raid-devices";
+        return &p->raid_disks;
+    case 'x':
+        *name = "spare-devices";
+        return &p->spare_devices;
+    case 'c':
+        *name = "chunk";
+        return &p->chunk_kib;
+    case OPT_BITMAP_CHUNK:
+        *name = "bitmap-chunk";
+        return &p->bitmap_chunk_kib;
+    case OPT_NODES:
+        *name = "nodes";
+        return &p->nodes;
+    default:
+        return NULL;
     }
 }
 
@@ -162,10 +179,18 @@ static int create_option(int c, const char *arg, struct create_req *r)
         }
         r->have_uuid = true;
         return CREATE_GO;
-    case OPT_ASSUME_CLEAN: r->p.assume_clean = true; return CREATE_GO;
-    case 'f': r->force = true; return CREATE_GO;
-    case 'h': fputs(create_usage, stdout); return 0;
-    default: fputs(create_usage, stderr); return 2;
+    case OPT_ASSUME_CLEAN:
+        r->p.assume_clean = true;
+        return CREATE_GO;
+    case 'f':
+        r->force = true;
+        return CREATE_GO;
+    case 'h':
+        fputs(create_usage, stdout);
+        return 0;
+    default:
+        fputs(create_usage, stderr);
+        return 2;
     }
 }
 
@@ -213,10 +238,12 @@ static int create_validate(int argc, char **argv, struct create_req *r)
     }
     if (r->layout_arg) {
         if (clr_md_layout_parse(r->p.level, r->layout_arg, &r->p.layout) != 0) {
-            clr_cli_error("create", "--layout=%s is not a layout for raid%d (%s)", r->layout_arg, r->p.level,
-                          r->p.level == 10 ? "use n2, f2 or o2" :
-                          r->p.level == 1 ? "raid1 has no layout" :
-                          "use left-symmetric, right-symmetric, left-asymmetric, right-asymmetric, parity-first or parity-last");
+            clr_cli_error(
+                "create", "--layout=%s is not a layout for raid%d (%s)", r->layout_arg, r->p.level,
+                r->p.level == 10 ? "use n2, f2 or o2"
+                : r->p.level == 1
+                    ? "raid1 has no layout"
+                    : "use left-symmetric, right-symmetric, left-asymmetric, right-asymmetric, parity-first or parity-last");
             return 1;
         }
         r->p.layout_set = true;
@@ -272,8 +299,10 @@ static int create_open_members(const struct create_req *r, struct create_members
             return -1;
         }
         if (pr.found && !r->force) {
-            clr_cli_error("create", "%s holds existing data (%s); refusing to overwrite it (pass --force to destroy it)",
-                          m->devs[i].path, pr.what);
+            clr_cli_error(
+                "create",
+                "%s holds existing data (%s); refusing to overwrite it (pass --force to destroy it)",
+                m->devs[i].path, pr.what);
             return -1;
         }
         m->sizes[i] = m->devs[i].bytes / 512;
@@ -330,7 +359,8 @@ static int create_write_members(const struct create_req *r, struct create_member
         int wrc = write_member(&m->devs[i], plan, i, r->force, region, sbuf);
 
         if (wrc) {
-            clr_cli_error("create", "%s: write failed: %s (the array is incomplete; re-run create with --force)",
+            clr_cli_error("create",
+                          "%s: write failed: %s (the array is incomplete; re-run create with --force)",
                           m->devs[i].path, strerror(-wrc));
             goto out;
         }
@@ -350,9 +380,9 @@ static void create_report(const struct create_req *r, const struct clr_create_pl
     clr_uuid_format_mdadm(r->p.set_uuid, uuid);
     clr_md_layout_name(plan->sb.level, plan->sb.layout, lname, sizeof lname);
     printf("clraid: created %s array '%s' UUID %s: %u devices, %" PRIu64 " MiB, %s%s, %u node slot%s\n",
-           clr_md_level_name(plan->sb.level), plan->sb.set_name, uuid, r->ndev,
-           plan->array_sectors / 2048, plan->sb.level == 1 ? "" : "layout ",
-           plan->sb.level == 1 ? "mirror" : lname, plan->slots, plan->slots == 1 ? "" : "s");
+           clr_md_level_name(plan->sb.level), plan->sb.set_name, uuid, r->ndev, plan->array_sectors / 2048,
+           plan->sb.level == 1 ? "" : "layout ", plan->sb.level == 1 ? "mirror" : lname, plan->slots,
+           plan->slots == 1 ? "" : "s");
     if (!r->p.assume_clean)
         printf("clraid: the first start will run an initial resync\n");
 }

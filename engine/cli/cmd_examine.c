@@ -33,10 +33,14 @@ struct exam {
 static const char *advice(int rc)
 {
     switch (rc) {
-    case -ENODATA: return "not a clraid/md member: check the device path";
-    case -EBADMSG: return "corrupt metadata: replace or re-add this member from the array";
-    case -EPROTO: return "metadata this clraid version does not support";
-    default: return "inconsistent metadata: corrupt, truncated or foreign device";
+    case -ENODATA:
+        return "not a clraid/md member: check the device path";
+    case -EBADMSG:
+        return "corrupt metadata: replace or re-add this member from the array";
+    case -EPROTO:
+        return "metadata this clraid version does not support";
+    default:
+        return "inconsistent metadata: corrupt, truncated or foreign device";
     }
 }
 
@@ -221,7 +225,8 @@ static void print_text(const char *path, const struct exam *x)
         if (si->rc)
             printf("    Node Slot %u : unreadable: %s\n", s, si->err.msg);
         else
-            printf("    Node Slot %u : events %" PRIu64 ", events cleared %" PRIu64 ", %" PRIu64 " of %" PRIu64 " bits dirty%s\n",
+            printf("    Node Slot %u : events %" PRIu64 ", events cleared %" PRIu64 ", %" PRIu64
+                   " of %" PRIu64 " bits dirty%s\n",
                    s, si->b.events, si->b.events_cleared, si->dirty, x->bits,
                    (si->b.state & CLR_BITMAP_STATE_STALE) ? ", stale" : "");
     }
@@ -248,12 +253,13 @@ static json_object *to_json(const char *path, const struct exam *x)
     json_object_object_add(s, "chunk_kib", json_object_new_int64(sb->chunksize / 2));
     json_object_object_add(s, "avail_dev_sectors", json_object_new_int64((int64_t)sb->data_size));
     json_object_object_add(s, "used_dev_sectors", json_object_new_int64((int64_t)sb->size));
-    json_object_object_add(s, "array_sectors", json_object_new_int64((int64_t)clr_md_array_sectors(
-                                                   sb->level, sb->layout, sb->raid_disks, sb->size, sb->chunksize)));
+    json_object_object_add(s, "array_sectors",
+                           json_object_new_int64((int64_t)clr_md_array_sectors(
+                               sb->level, sb->layout, sb->raid_disks, sb->size, sb->chunksize)));
     json_object_object_add(s, "data_offset", json_object_new_int64((int64_t)sb->data_offset));
     json_object_object_add(s, "super_offset", json_object_new_int64((int64_t)sb->super_offset));
-    json_object_object_add(s, "state", json_object_new_string(
-                                           sb->resync_offset == CLR_MD_MAX_SECTOR ? "clean" : "active"));
+    json_object_object_add(
+        s, "state", json_object_new_string(sb->resync_offset == CLR_MD_MAX_SECTOR ? "clean" : "active"));
     json_object_object_add(s, "device_uuid", json_object_new_string(t.duuid));
     json_object_object_add(s, "device_number", json_object_new_int64(sb->dev_number));
     json_object_object_add(s, "device_role", json_object_new_string(t.role));
@@ -281,8 +287,10 @@ static json_object *to_json(const char *path, const struct exam *x)
                 json_object_object_add(so, "error", json_object_new_string(si->err.msg));
             } else {
                 json_object_object_add(so, "events", json_object_new_int64((int64_t)si->b.events));
-                json_object_object_add(so, "events_cleared", json_object_new_int64((int64_t)si->b.events_cleared));
-                json_object_object_add(so, "stale", json_object_new_boolean(si->b.state & CLR_BITMAP_STATE_STALE));
+                json_object_object_add(so, "events_cleared",
+                                       json_object_new_int64((int64_t)si->b.events_cleared));
+                json_object_object_add(so, "stale",
+                                       json_object_new_boolean(si->b.state & CLR_BITMAP_STATE_STALE));
                 json_object_object_add(so, "dirty_bits", json_object_new_int64((int64_t)si->dirty));
             }
             json_object_array_add(arr, so);
@@ -343,7 +351,8 @@ int clr_cmd_examine(int argc, char **argv)
 
             clr_uuid_format_mdadm(first_uuid, a);
             clr_uuid_format_mdadm(x.sb.set_uuid, b);
-            clr_cli_error("examine", "%s belongs to array %s, but %s to array %s: these are not members of one array",
+            clr_cli_error("examine",
+                          "%s belongs to array %s, but %s to array %s: these are not members of one array",
                           argv[i], b, first_path, a);
             rc = 1;
         }

@@ -13,8 +13,8 @@
 #include "ctl/ctl_client.h"
 
 /* Parses [--run-dir DIR] and the positional args; -1 after one line. */
-static int parse_common(const char *cmd, int argc, char **argv, const char *usage,
-                        int npos, const char **dir, bool *flag, const char *flagname)
+static int parse_common(const char *cmd, int argc, char **argv, const char *usage, int npos, const char **dir,
+                        bool *flag, const char *flagname)
 {
     const struct option opts[] = {
         { "run-dir", required_argument, NULL, 'r' },
@@ -27,9 +27,15 @@ static int parse_common(const char *cmd, int argc, char **argv, const char *usag
     *dir = CLR_RUN_DIR_DEFAULT;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 'r': *dir = optarg; break;
-        case 'f': *flag = true; break;
-        case 'h': printf("usage: %s\n", usage); exit(0);
+        case 'r':
+            *dir = optarg;
+            break;
+        case 'f':
+            *flag = true;
+            break;
+        case 'h':
+            printf("usage: %s\n", usage);
+            exit(0);
         default:
             clr_cli_error(cmd, "bad option (usage: %s)", usage);
             return -1;
@@ -112,12 +118,9 @@ int clr_cmd_thaw(int argc, char **argv)
 int clr_cmd_fault(int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "run-dir", required_argument, NULL, 'r' },
-        { "offset", required_argument, NULL, 'o' },
-        { "length", required_argument, NULL, 'l' },
-        { "ms", required_argument, NULL, 'm' },
-        { "errno", required_argument, NULL, 'e' },
-        { NULL, 0, NULL, 0 },
+        { "run-dir", required_argument, NULL, 'r' }, { "offset", required_argument, NULL, 'o' },
+        { "length", required_argument, NULL, 'l' },  { "ms", required_argument, NULL, 'm' },
+        { "errno", required_argument, NULL, 'e' },   { NULL, 0, NULL, 0 },
     };
     const char *dir = CLR_RUN_DIR_DEFAULT;
     json_object *args;
@@ -134,8 +137,9 @@ int clr_cmd_fault(int argc, char **argv)
             continue;
         }
         if (c == '?') {
-            clr_cli_error("fault", "bad option (usage: clraid fault NAME DEV read|write|rw|vanish|delay|clear "
-                                   "[--offset N] [--length N] [--ms N] [--errno N])");
+            clr_cli_error("fault",
+                          "bad option (usage: clraid fault NAME DEV read|write|rw|vanish|delay|clear "
+                          "[--offset N] [--length N] [--ms N] [--errno N])");
             return 1;
         }
         errno = 0;
@@ -168,8 +172,8 @@ int clr_cmd_ctl(int argc, char **argv)
     struct clr_err e = { "" };
     int rc;
 
-    if (parse_common("ctl", argc, argv, "clraid ctl NAME 'REQUEST LINE' [--run-dir DIR]", 2, &dir,
-                     &unused, NULL) != 0)
+    if (parse_common("ctl", argc, argv, "clraid ctl NAME 'REQUEST LINE' [--run-dir DIR]", 2, &dir, &unused,
+                     NULL) != 0)
         return 1;
     if (clr_run_path("ctl", path, sizeof path, dir, argv[optind], ".ctl") != 0)
         return 1;

@@ -32,19 +32,19 @@
  * --dry-run exits with the reason, so that a caller (ocf/clraid) can tell
  * a configuration that never starts from a node that cannot start it. */
 enum {
-    START_HELP = -1,    /* --help was printed: exit 0 */
+    START_HELP = -1, /* --help was printed: exit 0 */
     START_OK = 0,
-    START_REFUSED = 1,  /* not now: already running, stale or busy members, too few in sync */
-    START_CONFIG = 2,   /* the arguments, or an array this lock cannot run */
-    START_HOST = 3,     /* this node: a member, the run directory, nbdkit or the plugin */
+    START_REFUSED = 1, /* not now: already running, stale or busy members, too few in sync */
+    START_CONFIG = 2,  /* the arguments, or an array this lock cannot run */
+    START_HOST = 3,    /* this node: a member, the run directory, nbdkit or the plugin */
 };
 
 /* One 'clraid start' request, from its arguments to its run files. */
 struct start_req {
     const char *name, *dir, *lock, *plugin, *nbdkit;
     bool buffered, skip_stale, all_dirty, dry_run;
-    char **paths;       /* the member arguments, as given */
-    char **devs;        /* the same, resolved (realpath) */
+    char **paths; /* the member arguments, as given */
+    char **devs;  /* the same, resolved (realpath) */
     unsigned n;
     char *dirabs;
     char sock[PATH_MAX], ctl[PATH_MAX], pidf[PATH_MAX], log[PATH_MAX];
@@ -86,14 +86,10 @@ static void start_usage(FILE *f)
 static int start_parse_options(int argc, char **argv, struct start_req *r)
 {
     static const struct option opts[] = {
-        { "run-dir", required_argument, NULL, 'r' },
-        { "lock", required_argument, NULL, 'l' },
-        { "buffered", no_argument, NULL, 'b' },
-        { "skip-stale", no_argument, NULL, 's' },
-        { "bitmap", required_argument, NULL, 'B' },
-        { "dry-run", no_argument, NULL, 'n' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+        { "run-dir", required_argument, NULL, 'r' }, { "lock", required_argument, NULL, 'l' },
+        { "buffered", no_argument, NULL, 'b' },      { "skip-stale", no_argument, NULL, 's' },
+        { "bitmap", required_argument, NULL, 'B' },  { "dry-run", no_argument, NULL, 'n' },
+        { "help", no_argument, NULL, 'h' },          { NULL, 0, NULL, 0 },
     };
     bool bad = false;
     int c;
@@ -104,11 +100,21 @@ static int start_parse_options(int argc, char **argv, struct start_req *r)
             continue;
         }
         switch (c) {
-        case 'r': r->dir = optarg; break;
-        case 'l': r->lock = optarg; break;
-        case 'b': r->buffered = true; break;
-        case 's': r->skip_stale = true; break;
-        case 'n': r->dry_run = true; break;
+        case 'r':
+            r->dir = optarg;
+            break;
+        case 'l':
+            r->lock = optarg;
+            break;
+        case 'b':
+            r->buffered = true;
+            break;
+        case 's':
+            r->skip_stale = true;
+            break;
+        case 'n':
+            r->dry_run = true;
+            break;
         case 'B':
             if (strcmp(optarg, "all-dirty") == 0) {
                 r->all_dirty = true;
@@ -117,7 +123,9 @@ static int start_parse_options(int argc, char **argv, struct start_req *r)
                 bad = true;
             }
             break;
-        case 'h': start_usage(stdout); return START_HELP;
+        case 'h':
+            start_usage(stdout);
+            return START_HELP;
         default:
             clr_cli_error("start", "bad option (run 'clraid start --help')");
             bad = true;
@@ -262,14 +270,14 @@ static void precheck_log(void *opaque, int prio, const char *msg)
 static int precheck_class(int rc)
 {
     switch (rc) {
-    case -EOPNOTSUPP:   /* clustered RAID5/6, RAID10 far/offset clustered */
+    case -EOPNOTSUPP: /* clustered RAID5/6, RAID10 far/offset clustered */
         return START_CONFIG;
-    case -EBUSY:        /* a kernel md-cluster node runs the array */
-    case -ESTALE:       /* a stale member (without --skip-stale) */
-    case -ENODEV:       /* too few members in sync */
+    case -EBUSY:  /* a kernel md-cluster node runs the array */
+    case -ESTALE: /* a stale member (without --skip-stale) */
+    case -ENODEV: /* too few members in sync */
     case -ENOMEM:
         return START_REFUSED;
-    default:            /* a member missing, unreadable, foreign or corrupt here */
+    default: /* a member missing, unreadable, foreign or corrupt here */
         return START_HOST;
     }
 }
@@ -334,8 +342,8 @@ static int start_check_engine(struct start_req *r)
     if (!r->plugin || !*r->plugin)
         r->plugin = CLR_NBDKIT_PLUGIN_PATH;
     if (access(r->plugin, R_OK) != 0) {
-        clr_cli_error("start", "nbdkit plugin %s: %s (install clraid or set CLRAID_NBDKIT_PLUGIN)",
-                      r->plugin, strerror(errno));
+        clr_cli_error("start", "nbdkit plugin %s: %s (install clraid or set CLRAID_NBDKIT_PLUGIN)", r->plugin,
+                      strerror(errno));
         return START_HOST;
     }
     r->nbdkit = getenv("CLRAID_NBDKIT");
@@ -391,8 +399,8 @@ static int start_report_dry_run(const struct start_req *r, struct clr_array *a)
     printf("would start array '%s' (%s, UUID %s, %llu MiB, %u of %u members in sync%s%s, lock %s): "
            "nbd+unix:///?socket=%s\n",
            r->name, level ? json_object_get_string(level) : "?", uuid ? json_object_get_string(uuid) : "?",
-           (unsigned long long)(clr_array_size(a) >> 20), in_sync, members, in_sync < members ? ": degraded" : "",
-           spare_note, r->lock, r->sock);
+           (unsigned long long)(clr_array_size(a) >> 20), in_sync, members,
+           in_sync < members ? ": degraded" : "", spare_note, r->lock, r->sock);
     json_object_put(st);
     return START_OK;
 }
@@ -561,9 +569,9 @@ static int start_wait_engine(const struct start_req *r, pid_t pid)
             return START_OK;
         }
         if (now_ms() > deadline) {
-            kill(-pid, SIGTERM);    /* the monitor's session: it and nbdkit */
-            clr_cli_error("start", "%s: the engine did not answer within %d s; stopped it (log: %s)",
-                          r->name, START_TIMEOUT_S, r->log);
+            kill(-pid, SIGTERM); /* the monitor's session: it and nbdkit */
+            clr_cli_error("start", "%s: the engine did not answer within %d s; stopped it (log: %s)", r->name,
+                          START_TIMEOUT_S, r->log);
             return START_REFUSED;
         }
         usleep(50 * 1000);

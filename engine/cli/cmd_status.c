@@ -114,7 +114,8 @@ static void print_human(const char *name, json_object *st)
             int64_t h1 = jint(st, "cluster.write_hold.end_ms");
 
             if (held && json_object_get_boolean(held))
-                printf("      cluster: WRITES HELD: %" PRId64 " member(s) lost with their node, waiting for the fencer\n",
+                printf("      cluster: WRITES HELD: %" PRId64
+                       " member(s) lost with their node, waiting for the fencer\n",
                        jint(st, "cluster.unconfirmed"));
             else if (h0 > 0 && h1 >= h0)
                 printf("      cluster: last write hold (lost node until fenced): %" PRId64 " ms\n", h1 - h0);
@@ -217,9 +218,15 @@ int clr_cmd_status(int argc, char **argv)
 
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 'r': dir = optarg; break;
-        case 'j': json = true; break;
-        case 'w': watch = true; break;
+        case 'r':
+            dir = optarg;
+            break;
+        case 'j':
+            json = true;
+            break;
+        case 'w':
+            watch = true;
+            break;
         case 'h':
             printf("usage: clraid status [NAME] [--json] [--watch] [--run-dir DIR]\n");
             return 0;

@@ -29,7 +29,9 @@ int clr_cmd_stop(int argc, char **argv)
 
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 'r': dir = optarg; break;
+        case 'r':
+            dir = optarg;
+            break;
         case 'h':
             printf("usage: clraid stop NAME [--run-dir DIR]\n"
                    "  Flushes array NAME, stops its engine cleanly and waits for it to exit.\n");
@@ -52,15 +54,15 @@ int clr_cmd_stop(int argc, char **argv)
             return 1;
         /* The control socket is gone but the process is not: nbdkit also
          * stops cleanly on SIGTERM. */
-        fprintf(stderr, "clraid stop: %s: control socket did not answer, sending SIGTERM to pid %ld\n",
-                name, (long)pid);
+        fprintf(stderr, "clraid stop: %s: control socket did not answer, sending SIGTERM to pid %ld\n", name,
+                (long)pid);
         kill(pid, SIGTERM);
     }
     if (pid) {
         for (int i = 0; clr_pid_alive(pid); i++) {
             if (i >= STOP_TIMEOUT_S * 10) {
-                clr_cli_error("stop", "%s: engine pid %ld still running after %d s (see %s/%s.log)",
-                              name, (long)pid, STOP_TIMEOUT_S, dir, name);
+                clr_cli_error("stop", "%s: engine pid %ld still running after %d s (see %s/%s.log)", name,
+                              (long)pid, STOP_TIMEOUT_S, dir, name);
                 return 1;
             }
             usleep(100 * 1000);

@@ -40,12 +40,11 @@ int clr_probe_signatures(int fd, struct clr_probe_result *r)
 
         r->found = true;
         if (type && strcmp(type, "linux_raid_member") == 0)
-            snprintf(r->what, sizeof r->what, "md/clraid member of array UUID=%s",
-                     uuid ? uuid : "?");
+            snprintf(r->what, sizeof r->what, "md/clraid member of array UUID=%s", uuid ? uuid : "?");
         else if (type)
             snprintf(r->what, sizeof r->what, "%s %s%s%s", type,
-                     usage && strcmp(usage, "other") ? usage : "signature",
-                     uuid ? " UUID=" : "", uuid ? uuid : "");
+                     usage && strcmp(usage, "other") ? usage : "signature", uuid ? " UUID=" : "",
+                     uuid ? uuid : "");
         else if (pttype)
             snprintf(r->what, sizeof r->what, "%s partition table", pttype);
         else

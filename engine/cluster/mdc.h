@@ -42,29 +42,29 @@
 
 /** Message types (payload little-endian; md's numbers where md has one). */
 enum clr_mdc_msg_type {
-	CLR_MDC_METADATA_UPDATED = 0, /**< le32 dev_number of a good member */
-	CLR_MDC_RESYNCING = 1,        /**< le64 lo, le64 hi, le64 dirty_lo:
-				       *   window [lo, hi) (hi == 0: none) and
-				       *   where the sender's dirty extent now
-				       *   starts (>= its dirty_hi: all clean) */
-	CLR_MDC_NEWDISK = 2,          /**< uuid[16] device uuid, le32 dev_number */
-	CLR_MDC_REMOVE = 3,           /**< le32 dev_number */
-	CLR_MDC_RE_ADD = 4,           /**< le32 dev_number */
-	CLR_MDC_BITMAP_NEEDS_SYNC = 5,/**< sender leaves unclean: take its slot */
-	CLR_MDC_TAKEOVER = 9,         /**< le64 lo, le64 hi, le32 slot: sender
-				       *   now owns slot's dirty bits, extent
-				       *   [lo, hi) (hi == 0: nothing dirty) */
+    CLR_MDC_METADATA_UPDATED = 0,  /**< le32 dev_number of a good member */
+    CLR_MDC_RESYNCING = 1,         /**< le64 lo, le64 hi, le64 dirty_lo:
+                       *   window [lo, hi) (hi == 0: none) and
+                       *   where the sender's dirty extent now
+                       *   starts (>= its dirty_hi: all clean) */
+    CLR_MDC_NEWDISK = 2,           /**< uuid[16] device uuid, le32 dev_number */
+    CLR_MDC_REMOVE = 3,            /**< le32 dev_number */
+    CLR_MDC_RE_ADD = 4,            /**< le32 dev_number */
+    CLR_MDC_BITMAP_NEEDS_SYNC = 5, /**< sender leaves unclean: take its slot */
+    CLR_MDC_TAKEOVER = 9,          /**< le64 lo, le64 hi, le32 slot: sender
+                       *   now owns slot's dirty bits, extent
+                       *   [lo, hi) (hi == 0: nothing dirty) */
 };
 
 /** A decoded message (sender is a 0-based slot). */
 struct clr_mdc_msg {
-	enum clr_mdc_msg_type type;
-	int sender;          /**< 0-based slot of the sender (decode only) */
-	uint64_t lo, hi;     /**< RESYNCING, TAKEOVER */
-	uint64_t dirty_lo;   /**< RESYNCING */
-	uint32_t dev_number; /**< METADATA_UPDATED, NEWDISK, REMOVE, RE_ADD */
-	uint32_t slot;       /**< TAKEOVER: the slot taken over */
-	uint8_t uuid[16];    /**< NEWDISK */
+    enum clr_mdc_msg_type type;
+    int sender;          /**< 0-based slot of the sender (decode only) */
+    uint64_t lo, hi;     /**< RESYNCING, TAKEOVER */
+    uint64_t dirty_lo;   /**< RESYNCING */
+    uint32_t dev_number; /**< METADATA_UPDATED, NEWDISK, REMOVE, RE_ADD */
+    uint32_t slot;       /**< TAKEOVER: the slot taken over */
+    uint8_t uuid[16];    /**< NEWDISK */
 };
 
 /** Encode into a broadcast message (type + payload; bcast fills the rest). */
@@ -76,7 +76,7 @@ const char *clr_mdc_msg_name(int type);
 
 /** LVB of bitmapNNNN: le64 win_lo, win_hi, dirty_lo, dirty_hi. */
 struct clr_mdc_lvb {
-	uint64_t win_lo, win_hi, dirty_lo, dirty_hi;
+    uint64_t win_lo, win_hi, dirty_lo, dirty_hi;
 };
 void clr_mdc_lvb_encode(const struct clr_mdc_lvb *v, uint8_t out[32]);
 void clr_mdc_lvb_decode(struct clr_mdc_lvb *v, const uint8_t in[32]);
@@ -87,8 +87,8 @@ void clr_mdc_bitmap_res(unsigned slot, char *buf, size_t len);
 /** The message a host call runs for: its sender's slot and type (-1, -1:
  *  none, e.g. the reload after a takeover this node did). */
 struct clr_mdc_rx {
-	int sender;
-	int type;
+    int sender;
+    int type;
 };
 
 /**
@@ -96,82 +96,80 @@ struct clr_mdc_rx {
  * -errno; -ESHUTDOWN means the host is stopping (give up, no retry).
  */
 struct clr_mdc_host {
-	void *arg;
-	/**
-	 * Request or convert lock @res to @mode (CLR_LOCK_*; NL keeps the
-	 * lock object, md's "unlock"), waiting for the result.  @flags:
-	 * CLR_LOCK_F_NOQUEUE, CLR_LOCK_F_VALBLK; with VALBLK @lvb (32 bytes)
-	 * is written on a PW/EX down/re-conversion and filled on grant.
-	 * @return 0, -EAGAIN (NOQUEUE, busy), -ENOLCK, -ETIMEDOUT, -ESHUTDOWN.
-	 */
-	int (*lock)(void *arg, const char *res, int mode, unsigned flags,
-		    uint8_t *lvb);
-	/** Release @res entirely (no-op if not held). */
-	int (*unlock)(void *arg, const char *res);
-	/**
-	 * Broadcast @m to every other member; returns once all processed it.
-	 * *@refused = members that refused it.  The core turns a refusal of
-	 * METADATA_UPDATED, RESYNCING, REMOVE or RE_ADD into -EREMOTEIO.
-	 */
-	int (*send)(void *arg, const struct clr_mdc_msg *m, unsigned *refused);
-	/** Read slot @slot's on-disk bits (md order, @nbytes) into @bits. */
-	int (*bitmap_read)(void *arg, unsigned slot, uint8_t *bits, size_t nbytes);
-	/** Make slot @slot's on-disk bits all clear (durable on return). */
-	int (*bitmap_clear)(void *arg, unsigned slot);
-	/**
-	 * Merge @bits into this node's bitmap: each set chunk becomes dirty
-	 * and needing resync in memory, and is durable in our own slot on
-	 * every in-sync member before this returns.  Does not start a resync.
-	 */
-	int (*bitmap_merge)(void *arg, const uint8_t *bits, size_t nbytes);
-	/** Wake the local sync thread: NEEDED chunks wait for a resync. */
-	void (*want_resync)(void *arg);
-	/**
-	 * Optional: the extent [*lo, *hi) of this node's NEEDED chunks right
-	 * now (0, 0: none).  With it, every extent this node announces
-	 * (TAKEOVER, RESYNCING) is taken at the moment it is sent, under one
-	 * local claim, so a takeover's merge and a resync pass ending at the
-	 * same time cannot leave the others with a wrong extent; the dirty_lo
-	 * / dirty_hi the resync calls pass are then only a fallback.
-	 */
-	int (*needed_extent)(void *arg, uint64_t *lo, uint64_t *hi);
-	/**
-	 * Wait a little (engine: up to @ms or until changed(); sim: a few
-	 * scheduler steps) before polling again.  -ESHUTDOWN: stopping.
-	 */
-	int (*pause)(void *arg, unsigned ms);
-	/**
-	 * Wait until no local client write overlapping [lo, hi) is in flight.
-	 * New writes there are already held by clr_mdc_write_blocked().
-	 */
-	int (*drain)(void *arg, uint64_t lo, uint64_t hi);
-	/** METADATA_UPDATED: re-read member @dev_number's superblock (or any
-	 *  good member's, for CLR_MDC_ANY_DEV) and apply role changes (faulty,
-	 *  spare, active, removed) and events.  Also called after a member
-	 *  died (it may have written a failure it could not announce) and
-	 *  when a node joins.  @rx: the message (METADATA_UPDATED: its sender
-	 *  made the change; TAKEOVER) or none (our own takeover). */
-	int (*reload_sb)(void *arg, uint32_t dev_number, const struct clr_mdc_rx *rx);
-	/** NEWDISK: find a device with device uuid @uuid on this node and hold
-	 *  it as a candidate for @dev_number.  0 found, -ENOENT not found. */
-	int (*find_disk)(void *arg, const uint8_t uuid[16], uint32_t dev_number,
-			 const struct clr_mdc_rx *rx);
-	/** REMOVE: forget member @dev_number (no role) locally. */
-	int (*remote_remove)(void *arg, uint32_t dev_number, const struct clr_mdc_rx *rx);
-	/**
-	 * RE_ADD: member @dev_number comes back: from now on every local
-	 * client write also goes to it (it is not read from until a later
-	 * METADATA_UPDATED shows it in sync); returns after in-flight writes
-	 * issued without it have drained.  @rx->sender re-adds it.
-	 */
-	int (*remote_readd)(void *arg, uint32_t dev_number, const struct clr_mdc_rx *rx);
-	/** The window, dirty extents or recovery state changed: wake waiters
-	 *  (blocked writers, and the recovery thread: a takeover may now be
-	 *  queued, see clr_mdc_recovery_pending()).
-	 *  Called with the core's mutex held: must not block or call back. */
-	void (*changed)(void *arg);
-	/** One log line (syslog priority). */
-	void (*log)(void *arg, int prio, const char *msg);
+    void *arg;
+    /**
+     * Request or convert lock @res to @mode (CLR_LOCK_*; NL keeps the
+     * lock object, md's "unlock"), waiting for the result.  @flags:
+     * CLR_LOCK_F_NOQUEUE, CLR_LOCK_F_VALBLK; with VALBLK @lvb (32 bytes)
+     * is written on a PW/EX down/re-conversion and filled on grant.
+     * @return 0, -EAGAIN (NOQUEUE, busy), -ENOLCK, -ETIMEDOUT, -ESHUTDOWN.
+     */
+    int (*lock)(void *arg, const char *res, int mode, unsigned flags, uint8_t *lvb);
+    /** Release @res entirely (no-op if not held). */
+    int (*unlock)(void *arg, const char *res);
+    /**
+     * Broadcast @m to every other member; returns once all processed it.
+     * *@refused = members that refused it.  The core turns a refusal of
+     * METADATA_UPDATED, RESYNCING, REMOVE or RE_ADD into -EREMOTEIO.
+     */
+    int (*send)(void *arg, const struct clr_mdc_msg *m, unsigned *refused);
+    /** Read slot @slot's on-disk bits (md order, @nbytes) into @bits. */
+    int (*bitmap_read)(void *arg, unsigned slot, uint8_t *bits, size_t nbytes);
+    /** Make slot @slot's on-disk bits all clear (durable on return). */
+    int (*bitmap_clear)(void *arg, unsigned slot);
+    /**
+     * Merge @bits into this node's bitmap: each set chunk becomes dirty
+     * and needing resync in memory, and is durable in our own slot on
+     * every in-sync member before this returns.  Does not start a resync.
+     */
+    int (*bitmap_merge)(void *arg, const uint8_t *bits, size_t nbytes);
+    /** Wake the local sync thread: NEEDED chunks wait for a resync. */
+    void (*want_resync)(void *arg);
+    /**
+     * Optional: the extent [*lo, *hi) of this node's NEEDED chunks right
+     * now (0, 0: none).  With it, every extent this node announces
+     * (TAKEOVER, RESYNCING) is taken at the moment it is sent, under one
+     * local claim, so a takeover's merge and a resync pass ending at the
+     * same time cannot leave the others with a wrong extent; the dirty_lo
+     * / dirty_hi the resync calls pass are then only a fallback.
+     */
+    int (*needed_extent)(void *arg, uint64_t *lo, uint64_t *hi);
+    /**
+     * Wait a little (engine: up to @ms or until changed(); sim: a few
+     * scheduler steps) before polling again.  -ESHUTDOWN: stopping.
+     */
+    int (*pause)(void *arg, unsigned ms);
+    /**
+     * Wait until no local client write overlapping [lo, hi) is in flight.
+     * New writes there are already held by clr_mdc_write_blocked().
+     */
+    int (*drain)(void *arg, uint64_t lo, uint64_t hi);
+    /** METADATA_UPDATED: re-read member @dev_number's superblock (or any
+     *  good member's, for CLR_MDC_ANY_DEV) and apply role changes (faulty,
+     *  spare, active, removed) and events.  Also called after a member
+     *  died (it may have written a failure it could not announce) and
+     *  when a node joins.  @rx: the message (METADATA_UPDATED: its sender
+     *  made the change; TAKEOVER) or none (our own takeover). */
+    int (*reload_sb)(void *arg, uint32_t dev_number, const struct clr_mdc_rx *rx);
+    /** NEWDISK: find a device with device uuid @uuid on this node and hold
+     *  it as a candidate for @dev_number.  0 found, -ENOENT not found. */
+    int (*find_disk)(void *arg, const uint8_t uuid[16], uint32_t dev_number, const struct clr_mdc_rx *rx);
+    /** REMOVE: forget member @dev_number (no role) locally. */
+    int (*remote_remove)(void *arg, uint32_t dev_number, const struct clr_mdc_rx *rx);
+    /**
+     * RE_ADD: member @dev_number comes back: from now on every local
+     * client write also goes to it (it is not read from until a later
+     * METADATA_UPDATED shows it in sync); returns after in-flight writes
+     * issued without it have drained.  @rx->sender re-adds it.
+     */
+    int (*remote_readd)(void *arg, uint32_t dev_number, const struct clr_mdc_rx *rx);
+    /** The window, dirty extents or recovery state changed: wake waiters
+     *  (blocked writers, and the recovery thread: a takeover may now be
+     *  queued, see clr_mdc_recovery_pending()).
+     *  Called with the core's mutex held: must not block or call back. */
+    void (*changed)(void *arg);
+    /** One log line (syslog priority). */
+    void (*log)(void *arg, int prio, const char *msg);
 };
 
 #define CLR_MDC_MAX_SLOTS 64
@@ -179,49 +177,48 @@ struct clr_mdc_host {
 #define CLR_MDC_ANY_DEV UINT32_MAX
 
 struct clr_mdc_config {
-	unsigned slot;          /**< our 0-based slot (< nodes) */
-	unsigned nodes;         /**< bitmap slots on disk */
-	uint64_t sync_sectors;  /**< size of the resync space */
-	uint32_t chunk_sectors; /**< bitmap chunk */
-	uint64_t window_sectors;/**< resync window (md RAID1: 65536 = 32 MiB) */
+    unsigned slot;           /**< our 0-based slot (< nodes) */
+    unsigned nodes;          /**< bitmap slots on disk */
+    uint64_t sync_sectors;   /**< size of the resync space */
+    uint32_t chunk_sectors;  /**< bitmap chunk */
+    uint64_t window_sectors; /**< resync window (md RAID1: 65536 = 32 MiB) */
 };
 
 /** Protocol state of one node.  Fields are private; use the calls. */
 struct clr_mdc {
-	pthread_mutex_t mu;
-	struct clr_mdc_host h;
-	struct clr_mdc_config c;
-	size_t bm_bytes;          /* on-disk bits per slot: ceil(nchunks / 8) */
-	bool joined, leaving;
-	/* remote resync window (one per array, as current md) */
-	int win_from;             /* slot, -1: none */
-	uint64_t win_lo, win_hi;
-	/* per slot: dirty extent a live node still has to resync */
-	uint64_t dirty_lo[CLR_MDC_MAX_SLOTS], dirty_hi[CLR_MDC_MAX_SLOTS];
-	/* membership: prep seen and not done; slots waiting for takeover */
-	bool recovering;
-	uint64_t pending;         /* bit s: slot s waits for takeover */
-	uint64_t lost;            /* bit s: slot s lost, not confirmed dead:
-				   * new writes are held */
-	uint64_t holds;           /* times writes became held */
-	uint64_t recovered_slots; /* takeovers this node completed */
-	int last_taken_slot;      /* -1: none yet */
-	uint64_t last_taken_chunks;/* dirty chunks found in it */
-	/* our own resync */
-	bool resync_locked;
-	uint64_t my_win_lo, my_win_hi, my_dirty_lo, my_dirty_hi;
-	bool nonewdev_dropped;    /* NEWDISK found: no-new-dev at NL */
-	uint64_t claims;          /* named lock objects in use (mdc.c) */
-	uint64_t slot_claims;     /* bitmap lock objects in use, per slot */
-	/* counters */
-	uint64_t msgs_sent, msgs_received;
-	uint64_t rx_seq[CLR_MDC_MAX_SLOTS]; /* messages received per sender */
-	uint64_t about_seq[CLR_MDC_MAX_SLOTS]; /* TAKEOVERs of a slot by others */
+    pthread_mutex_t mu;
+    struct clr_mdc_host h;
+    struct clr_mdc_config c;
+    size_t bm_bytes; /* on-disk bits per slot: ceil(nchunks / 8) */
+    bool joined, leaving;
+    /* remote resync window (one per array, as current md) */
+    int win_from; /* slot, -1: none */
+    uint64_t win_lo, win_hi;
+    /* per slot: dirty extent a live node still has to resync */
+    uint64_t dirty_lo[CLR_MDC_MAX_SLOTS], dirty_hi[CLR_MDC_MAX_SLOTS];
+    /* membership: prep seen and not done; slots waiting for takeover */
+    bool recovering;
+    uint64_t pending;           /* bit s: slot s waits for takeover */
+    uint64_t lost;              /* bit s: slot s lost, not confirmed dead:
+                   * new writes are held */
+    uint64_t holds;             /* times writes became held */
+    uint64_t recovered_slots;   /* takeovers this node completed */
+    int last_taken_slot;        /* -1: none yet */
+    uint64_t last_taken_chunks; /* dirty chunks found in it */
+    /* our own resync */
+    bool resync_locked;
+    uint64_t my_win_lo, my_win_hi, my_dirty_lo, my_dirty_hi;
+    bool nonewdev_dropped; /* NEWDISK found: no-new-dev at NL */
+    uint64_t claims;       /* named lock objects in use (mdc.c) */
+    uint64_t slot_claims;  /* bitmap lock objects in use, per slot */
+    /* counters */
+    uint64_t msgs_sent, msgs_received;
+    uint64_t rx_seq[CLR_MDC_MAX_SLOTS];    /* messages received per sender */
+    uint64_t about_seq[CLR_MDC_MAX_SLOTS]; /* TAKEOVERs of a slot by others */
 };
 
 /** Set up (no host calls). -EINVAL if slot >= nodes or nodes > 64. */
-int clr_mdc_init(struct clr_mdc *m, const struct clr_mdc_config *c,
-		 const struct clr_mdc_host *h);
+int clr_mdc_init(struct clr_mdc *m, const struct clr_mdc_config *c, const struct clr_mdc_host *h);
 void clr_mdc_destroy(struct clr_mdc *m);
 
 /**
@@ -307,8 +304,7 @@ int clr_mdc_resync_begin(struct clr_mdc *m, uint64_t dirty_lo, uint64_t dirty_hi
  * there.  @dirty_lo: start of our lowest chunk still NEEDED (the host's
  * truth; a takeover during the pass may have added chunks below lo).
  */
-int clr_mdc_resync_window(struct clr_mdc *m, uint64_t lo, uint64_t hi, uint64_t end,
-			  uint64_t dirty_lo);
+int clr_mdc_resync_window(struct clr_mdc *m, uint64_t lo, uint64_t hi, uint64_t end, uint64_t dirty_lo);
 /** Resync over (or aborted): [@dirty_lo, @dirty_hi) is what is still
  *  NEEDED (0, 0: nothing); LVB, RESYNCING(0, 0, dirty_lo), `resync` NL. */
 int clr_mdc_resync_end(struct clr_mdc *m, uint64_t dirty_lo, uint64_t dirty_hi);
@@ -380,17 +376,17 @@ bool clr_mdc_read_first(struct clr_mdc *m, uint64_t lo, uint64_t hi);
 
 /** For status. */
 struct clr_mdc_stats {
-	unsigned slot;
-	uint64_t recovered_slots;
-	uint64_t msgs_sent, msgs_received;
-	bool recovering;
-	uint64_t pending;       /* slot mask */
-	int win_from;
-	uint64_t win_lo, win_hi;
-	int last_taken_slot;    /* -1: none */
-	uint64_t last_taken_chunks;
-	uint64_t lost;          /* slot mask: lost, not confirmed dead */
-	uint64_t holds;         /* times writes became held */
+    unsigned slot;
+    uint64_t recovered_slots;
+    uint64_t msgs_sent, msgs_received;
+    bool recovering;
+    uint64_t pending; /* slot mask */
+    int win_from;
+    uint64_t win_lo, win_hi;
+    int last_taken_slot; /* -1: none */
+    uint64_t last_taken_chunks;
+    uint64_t lost;  /* slot mask: lost, not confirmed dead */
+    uint64_t holds; /* times writes became held */
 };
 void clr_mdc_stats(struct clr_mdc *m, struct clr_mdc_stats *st);
 

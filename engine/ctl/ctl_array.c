@@ -37,8 +37,8 @@ static char *do_fault(struct clr_array *a, const struct clr_ctl_request *req)
         rc = clr_io_fault_fail_range(dev, CLR_IO_FAULT_WRITE, req->offset, req->length, req->err);
         break;
     case CLR_CTL_FAULT_RW:
-        rc = clr_io_fault_fail_range(dev, CLR_IO_FAULT_READ | CLR_IO_FAULT_WRITE, req->offset,
-                                     req->length, req->err);
+        rc = clr_io_fault_fail_range(dev, CLR_IO_FAULT_READ | CLR_IO_FAULT_WRITE, req->offset, req->length,
+                                     req->err);
         break;
     case CLR_CTL_FAULT_VANISH:
         clr_io_fault_vanish(dev, req->err);

@@ -36,8 +36,7 @@ static int wait_fd(int fd, short events, long long deadline)
     }
 }
 
-int clr_ctl_call_raw(const char *path, const char *line, int timeout_ms, char **reply,
-                     struct clr_err *e)
+int clr_ctl_call_raw(const char *path, const char *line, int timeout_ms, char **reply, struct clr_err *e)
 {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
     long long deadline = now_ms() + timeout_ms;
@@ -120,8 +119,8 @@ out:
     return rc;
 }
 
-int clr_ctl_call(const char *path, const char *cmd, json_object *args, int timeout_ms,
-                 json_object **result, struct clr_err *e)
+int clr_ctl_call(const char *path, const char *cmd, json_object *args, int timeout_ms, json_object **result,
+                 struct clr_err *e)
 {
     char *line = clr_ctl_request_encode(cmd, args), *reply = NULL;
     int rc;

@@ -10,15 +10,14 @@
  * @timeout_ms. -ENOENT/-ECONNREFUSED when no engine listens, -ETIMEDOUT,
  * -EPROTO on an oversized or truncated reply; @e says which.
  */
-int clr_ctl_call_raw(const char *path, const char *line, int timeout_ms, char **reply,
-                     struct clr_err *e);
+int clr_ctl_call_raw(const char *path, const char *line, int timeout_ms, char **reply, struct clr_err *e);
 
 /**
  * Sends @cmd with @args (consumed; may be NULL) and decodes the reply:
  * 0 with *@result (may be NULL), -EREMOTEIO with the engine's message in
  * @e, or a transport error as clr_ctl_call_raw().
  */
-int clr_ctl_call(const char *path, const char *cmd, json_object *args, int timeout_ms,
-                 json_object **result, struct clr_err *e);
+int clr_ctl_call(const char *path, const char *cmd, json_object *args, int timeout_ms, json_object **result,
+                 struct clr_err *e);
 
 #endif

@@ -6,7 +6,10 @@
 #include "ctl/ctl_proto.h"
 
 /* What each command needs in "args". */
-enum { NEEDS_DEVICE = 1u << 0, NEEDS_FAULT = 1u << 1 };
+enum {
+    NEEDS_DEVICE = 1u << 0,
+    NEEDS_FAULT = 1u << 1
+};
 
 static const struct {
     const char *name;
@@ -25,12 +28,8 @@ static const struct {
 };
 
 static const char *const fault_ops[] = {
-    [CLR_CTL_FAULT_READ] = "read",
-    [CLR_CTL_FAULT_WRITE] = "write",
-    [CLR_CTL_FAULT_RW] = "rw",
-    [CLR_CTL_FAULT_VANISH] = "vanish",
-    [CLR_CTL_FAULT_DELAY] = "delay",
-    [CLR_CTL_FAULT_CLEAR] = "clear",
+    [CLR_CTL_FAULT_READ] = "read",     [CLR_CTL_FAULT_WRITE] = "write", [CLR_CTL_FAULT_RW] = "rw",
+    [CLR_CTL_FAULT_VANISH] = "vanish", [CLR_CTL_FAULT_DELAY] = "delay", [CLR_CTL_FAULT_CLEAR] = "clear",
 };
 
 const char *clr_ctl_cmd_name(enum clr_ctl_cmd cmd)
@@ -78,8 +77,8 @@ static json_object *parse_exact(const char *s, size_t len)
 }
 
 /* Reads a non-negative integer member; absent leaves *@v. */
-static int get_u64(json_object *args, const char *key, unsigned long long max,
-                   unsigned long long *v, struct clr_err *e)
+static int get_u64(json_object *args, const char *key, unsigned long long max, unsigned long long *v,
+                   struct clr_err *e)
 {
     json_object *o;
     int64_t x;
@@ -115,8 +114,7 @@ static int decode_fault(json_object *args, struct clr_ctl_request *req, struct c
     req->fault_op = (enum clr_ctl_fault_op)i;
     if ((rc = get_u64(args, "offset", INT64_MAX, &req->offset, e)) ||
         (rc = get_u64(args, "length", INT64_MAX, &req->length, e)) ||
-        (rc = get_u64(args, "ms", 600000, &ms, e)) ||
-        (rc = get_u64(args, "errno", 4095, &err, e)))
+        (rc = get_u64(args, "ms", 600000, &ms, e)) || (rc = get_u64(args, "errno", 4095, &err, e)))
         return rc;
     if (req->fault_op == CLR_CTL_FAULT_DELAY && !json_object_object_get_ex(args, "ms", NULL))
         return clr_err_set(e, -EINVAL, "fault delay: args.ms is required");
@@ -125,8 +123,7 @@ static int decode_fault(json_object *args, struct clr_ctl_request *req, struct c
     return 0;
 }
 
-int clr_ctl_request_decode(const char *line, size_t len, struct clr_ctl_request *req,
-                           struct clr_err *e)
+int clr_ctl_request_decode(const char *line, size_t len, struct clr_ctl_request *req, struct clr_err *e)
 {
     json_object *obj, *o, *args = NULL;
     int rc;
@@ -168,7 +165,8 @@ int clr_ctl_request_decode(const char *line, size_t len, struct clr_ctl_request 
     if (cmd_table[req->cmd].needs & NEEDS_DEVICE) {
         if (!args || !json_object_object_get_ex(args, "device", &o) ||
             !json_object_is_type(o, json_type_string) || json_object_get_string_len(o) == 0) {
-            rc = clr_err_set(e, -EINVAL, "%s: args.device (a member path) is required", cmd_table[req->cmd].name);
+            rc = clr_err_set(e, -EINVAL, "%s: args.device (a member path) is required",
+                             cmd_table[req->cmd].name);
             goto fail;
         }
         req->device = json_object_get_string(o);

@@ -33,30 +33,30 @@ enum clr_ctl_cmd {
     CLR_CTL_REPAIR,
     CLR_CTL_THAW_ERROR,
     CLR_CTL_STOP,
-    CLR_CTL_FAULT,      /**< test hook: io fault injection on one member */
+    CLR_CTL_FAULT, /**< test hook: io fault injection on one member */
     CLR_CTL_NCMDS
 };
 
 /** Fault kinds of the "fault" test hook (args.op). */
 enum clr_ctl_fault_op {
-    CLR_CTL_FAULT_READ,     /**< fail reads in [offset, offset+length) */
-    CLR_CTL_FAULT_WRITE,    /**< fail writes/zero/trim in the range */
-    CLR_CTL_FAULT_RW,       /**< both */
-    CLR_CTL_FAULT_VANISH,   /**< every request fails (ENODEV) */
-    CLR_CTL_FAULT_DELAY,    /**< delay completions by args.ms */
-    CLR_CTL_FAULT_CLEAR,    /**< disarm everything */
+    CLR_CTL_FAULT_READ,   /**< fail reads in [offset, offset+length) */
+    CLR_CTL_FAULT_WRITE,  /**< fail writes/zero/trim in the range */
+    CLR_CTL_FAULT_RW,     /**< both */
+    CLR_CTL_FAULT_VANISH, /**< every request fails (ENODEV) */
+    CLR_CTL_FAULT_DELAY,  /**< delay completions by args.ms */
+    CLR_CTL_FAULT_CLEAR,  /**< disarm everything */
 };
 
 /** A decoded, validated request. Strings point into @obj. */
 struct clr_ctl_request {
     enum clr_ctl_cmd cmd;
-    const char *device;             /**< fail/remove/add/re-add/fault */
+    const char *device; /**< fail/remove/add/re-add/fault */
     enum clr_ctl_fault_op fault_op;
-    unsigned long long offset;      /**< fault range; length 0 = whole device */
+    unsigned long long offset; /**< fault range; length 0 = whole device */
     unsigned long long length;
-    unsigned ms;                    /**< fault delay */
-    int err;                        /**< fault errno (positive), 0 = default */
-    json_object *obj;               /**< owned: put with clr_ctl_request_free */
+    unsigned ms;      /**< fault delay */
+    int err;          /**< fault errno (positive), 0 = default */
+    json_object *obj; /**< owned: put with clr_ctl_request_free */
 };
 
 /** Name of @cmd on the wire ("re-add", "thaw-error", ...). */
@@ -70,8 +70,7 @@ int clr_ctl_cmd_lookup(const char *name, enum clr_ctl_cmd *cmd);
  * embedded NULs are refused). On error returns -errno and @e holds the
  * line to send back; @req is left empty.
  */
-int clr_ctl_request_decode(const char *line, size_t len, struct clr_ctl_request *req,
-                           struct clr_err *e);
+int clr_ctl_request_decode(const char *line, size_t len, struct clr_ctl_request *req, struct clr_err *e);
 
 void clr_ctl_request_free(struct clr_ctl_request *req);
 

@@ -13,10 +13,10 @@
 
 #include "ctl/ctl_server.h"
 
-#define MAX_CONNS 16
-#define IDLE_TIMEOUT_MS 30000   /* a connection silent this long is dropped */
-#define IO_TIMEOUT_MS 10000     /* a reply not taken this long is dropped */
-#define POLL_SLICE_MS 250       /* how often threads look at the stop flag */
+#define MAX_CONNS       16
+#define IDLE_TIMEOUT_MS 30000 /* a connection silent this long is dropped */
+#define IO_TIMEOUT_MS   10000 /* a reply not taken this long is dropped */
+#define POLL_SLICE_MS   250   /* how often threads look at the stop flag */
 
 struct clr_ctl_server {
     char *path;
@@ -230,8 +230,8 @@ static void *accept_thread(void *arg)
     return NULL;
 }
 
-int clr_ctl_server_start(const char *path, clr_ctl_handler_fn fn, void *opaque,
-                         struct clr_ctl_server **out, struct clr_err *e)
+int clr_ctl_server_start(const char *path, clr_ctl_handler_fn fn, void *opaque, struct clr_ctl_server **out,
+                         struct clr_err *e)
 {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
     struct clr_ctl_server *s;
@@ -240,7 +240,8 @@ int clr_ctl_server_start(const char *path, clr_ctl_handler_fn fn, void *opaque,
 
     *out = NULL;
     if (strlen(path) >= sizeof sa.sun_path)
-        return clr_err_set(e, -ENAMETOOLONG, "%s: control socket path too long (use a shorter --run-dir)", path);
+        return clr_err_set(e, -ENAMETOOLONG, "%s: control socket path too long (use a shorter --run-dir)",
+                           path);
     strcpy(sa.sun_path, path);
     s = calloc(1, sizeof *s);
     if (!s || !(s->path = strdup(path))) {
@@ -324,7 +325,7 @@ void clr_ctl_server_stop(struct clr_ctl_server *s)
     close(s->wake[0]);
     close(s->wake[1]);
     if (leak)
-        return;     /* a thread still points at @s: leak it rather than crash */
+        return; /* a thread still points at @s: leak it rather than crash */
     pthread_cond_destroy(&s->cond);
     pthread_mutex_destroy(&s->lock);
     free(s->path);

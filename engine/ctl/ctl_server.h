@@ -16,8 +16,8 @@ typedef char *(*clr_ctl_handler_fn)(void *opaque, const struct clr_ctl_request *
 
 /** Creates @path (an existing socket there is replaced) and starts serving.
  *  Call after any fork. 0 or -errno with @e filled. */
-int clr_ctl_server_start(const char *path, clr_ctl_handler_fn fn, void *opaque,
-                         struct clr_ctl_server **out, struct clr_err *e);
+int clr_ctl_server_start(const char *path, clr_ctl_handler_fn fn, void *opaque, struct clr_ctl_server **out,
+                         struct clr_err *e);
 
 /** Stops accepting, waits (bounded) for connection threads, removes the
  *  socket file and frees. NULL is ignored. */

@@ -32,15 +32,17 @@ static int check_level(struct clr_create_params *q, struct clr_err *e)
         return 0;
     case 10:
         if (!q->layout_set)
-            q->layout = 2 | (1U << 8);   /* n2 */
+            q->layout = 2 | (1U << 8); /* n2 */
         if (n < 2)
             return clr_err_set(e, -EINVAL, "raid10 needs --raid-devices=2 or more");
         if (CLR_R10_NEAR(q->layout) * CLR_R10_FAR(q->layout) > n)
-            return clr_err_set(e, -EINVAL, "raid10 layout with %u copies needs at least %u devices, --raid-devices=%u",
+            return clr_err_set(e, -EINVAL,
+                               "raid10 layout with %u copies needs at least %u devices, --raid-devices=%u",
                                CLR_R10_NEAR(q->layout) * CLR_R10_FAR(q->layout),
                                CLR_R10_NEAR(q->layout) * CLR_R10_FAR(q->layout), n);
         if (CLR_R10_NEAR(q->layout) > 1 && CLR_R10_FAR(q->layout) > 1)
-            return clr_err_set(e, -EINVAL, "raid10 layouts mixing near and far copies are not supported (use nN, fN or oN)");
+            return clr_err_set(
+                e, -EINVAL, "raid10 layouts mixing near and far copies are not supported (use nN, fN or oN)");
         return 0;
     case 5:
         if (!q->layout_set)
@@ -73,8 +75,9 @@ int clr_create_check_params(struct clr_create_params *q, uint32_t ndev, struct c
     if (q->raid_disks + q->spare_devices > CLR_CREATE_MAX_DEVICES)
         return clr_err_set(e, -EINVAL, "at most %d devices are supported", CLR_CREATE_MAX_DEVICES);
     if (ndev != q->raid_disks + q->spare_devices)
-        return clr_err_set(e, -EINVAL, "%u devices given, but --raid-devices=%u and --spare-devices=%u need %u",
-                           ndev, q->raid_disks, q->spare_devices, q->raid_disks + q->spare_devices);
+        return clr_err_set(e, -EINVAL,
+                           "%u devices given, but --raid-devices=%u and --spare-devices=%u need %u", ndev,
+                           q->raid_disks, q->spare_devices, q->raid_disks + q->spare_devices);
     if (!q->chunk_kib)
         q->chunk_kib = CLR_CREATE_DEFAULT_CHUNK_KIB;
     if (!is_pow2(q->chunk_kib) || q->chunk_kib < 4 || q->chunk_kib > 65536)
@@ -87,7 +90,8 @@ int clr_create_check_params(struct clr_create_params *q, uint32_t ndev, struct c
     if (q->nodes < 1 || q->nodes > CLR_BITMAP_MAX_NODES)
         return clr_err_set(e, -EINVAL, "--nodes=%u: use 1 to %d", q->nodes, CLR_BITMAP_MAX_NODES);
     if (q->nodes > 1 && q->cluster_name[0] == '\0')
-        return clr_err_set(e, -EINVAL, "--home-cluster=NAME is required with --nodes=%u (use corosync's cluster_name)",
+        return clr_err_set(e, -EINVAL,
+                           "--home-cluster=NAME is required with --nodes=%u (use corosync's cluster_name)",
                            q->nodes);
     if (strnlen(q->cluster_name, sizeof q->cluster_name) > 63)
         return clr_err_set(e, -EINVAL, "--home-cluster name is longer than 63 characters");
@@ -97,8 +101,8 @@ int clr_create_check_params(struct clr_create_params *q, uint32_t ndev, struct c
     return 0;
 }
 
-int clr_create_plan(const struct clr_create_params *p, const uint64_t *dev_sectors,
-                    uint32_t ndev, struct clr_create_plan *plan, struct clr_err *e)
+int clr_create_plan(const struct clr_create_params *p, const uint64_t *dev_sectors, uint32_t ndev,
+                    struct clr_create_plan *plan, struct clr_err *e)
 {
     struct clr_create_params q = *p;
     uint64_t min_sectors = UINT64_MAX, headroom, upper_sync, upper_stride;
@@ -124,9 +128,8 @@ int clr_create_plan(const struct clr_create_params *p, const uint64_t *dev_secto
      * stride (computed from the final size) can only be smaller. */
     upper_sync = min_sectors;
     if (q.level == 10)
-        upper_sync = clr_md_array_sectors(10, q.layout, q.raid_disks,
-                                          min_sectors / chunk_sectors * chunk_sectors,
-                                          (uint32_t)chunk_sectors);
+        upper_sync = clr_md_array_sectors(
+            10, q.layout, q.raid_disks, min_sectors / chunk_sectors * chunk_sectors, (uint32_t)chunk_sectors);
     upper_stride = clr_bitmap_stride_bytes(upper_sync, q.bitmap_chunk_kib * 1024);
     plan->slots = q.nodes;
     meta_end = CLR_MD_V12_SB_SECTOR + 8 + q.nodes * upper_stride / 512 + 8;
@@ -135,10 +138,12 @@ int clr_create_plan(const struct clr_create_params *p, const uint64_t *dev_secto
     avail = min_sectors > plan->data_offset ? min_sectors - plan->data_offset : 0;
     plan->size = avail / chunk_sectors * chunk_sectors;
     if (plan->size < CLR_CREATE_MIN_DATA_SECTORS || plan->size < chunk_sectors) {
-        uint64_t need = plan->data_offset +
-                        (chunk_sectors > CLR_CREATE_MIN_DATA_SECTORS ? chunk_sectors
-                                                                     : CLR_CREATE_MIN_DATA_SECTORS);
-        return clr_err_set(e, -ENOSPC, "smallest device has %" PRIu64 " bytes; this geometry needs at least %" PRIu64 " bytes per device",
+        uint64_t need =
+            plan->data_offset +
+            (chunk_sectors > CLR_CREATE_MIN_DATA_SECTORS ? chunk_sectors : CLR_CREATE_MIN_DATA_SECTORS);
+        return clr_err_set(e, -ENOSPC,
+                           "smallest device has %" PRIu64 " bytes; this geometry needs at least %" PRIu64
+                           " bytes per device",
                            min_sectors * 512, need * 512);
     }
     plan->ndev = ndev;
@@ -193,9 +198,8 @@ int clr_create_plan(const struct clr_create_params *p, const uint64_t *dev_secto
     return 0;
 }
 
-void clr_create_member_sb(const struct clr_create_plan *plan, uint32_t index,
-                          uint64_t dev_sectors, const uint8_t dev_uuid[16],
-                          struct clr_md_sb *out)
+void clr_create_member_sb(const struct clr_create_plan *plan, uint32_t index, uint64_t dev_sectors,
+                          const uint8_t dev_uuid[16], struct clr_md_sb *out)
 {
     *out = plan->sb;
     out->dev_number = index;
@@ -203,8 +207,7 @@ void clr_create_member_sb(const struct clr_create_plan *plan, uint32_t index,
     memcpy(out->device_uuid, dev_uuid, 16);
 }
 
-int clr_create_bitmap_region(const struct clr_create_plan *plan, uint32_t slot,
-                             uint8_t *buf, uint64_t len)
+int clr_create_bitmap_region(const struct clr_create_plan *plan, uint32_t slot, uint8_t *buf, uint64_t len)
 {
     bool dirty = slot == 0 && plan->sb.resync_offset != CLR_MD_MAX_SECTOR;
 

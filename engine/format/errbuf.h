@@ -11,7 +11,6 @@ struct clr_err {
 
 /** Formats into @e (if not NULL) and returns @rc, so callers can write
  *  `return clr_err_set(e, -EINVAL, "...", ...)`. */
-int clr_err_set(struct clr_err *e, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+int clr_err_set(struct clr_err *e, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

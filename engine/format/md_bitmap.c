@@ -7,10 +7,19 @@
 #include "format/md_bitmap.h"
 
 enum {
-    OFF_MAGIC = 0, OFF_VERSION = 4, OFF_UUID = 8, OFF_EVENTS = 24,
-    OFF_EVENTS_CLEARED = 32, OFF_SYNC_SIZE = 40, OFF_STATE = 48,
-    OFF_CHUNKSIZE = 52, OFF_DAEMON_SLEEP = 56, OFF_WRITE_BEHIND = 60,
-    OFF_SECTORS_RESERVED = 64, OFF_NODES = 68, OFF_CLUSTER_NAME = 72,
+    OFF_MAGIC = 0,
+    OFF_VERSION = 4,
+    OFF_UUID = 8,
+    OFF_EVENTS = 24,
+    OFF_EVENTS_CLEARED = 32,
+    OFF_SYNC_SIZE = 40,
+    OFF_STATE = 48,
+    OFF_CHUNKSIZE = 52,
+    OFF_DAEMON_SLEEP = 56,
+    OFF_WRITE_BEHIND = 60,
+    OFF_SECTORS_RESERVED = 64,
+    OFF_NODES = 68,
+    OFF_CLUSTER_NAME = 72,
     OFF_PAD = 136,
 };
 
@@ -41,16 +50,16 @@ static bool is_pow2(uint64_t v)
     return v && !(v & (v - 1));
 }
 
-int clr_bitmap_sb_decode(const uint8_t *buf, size_t len, const uint8_t *set_uuid,
-                         struct clr_bitmap_sb *b, struct clr_err *e)
+int clr_bitmap_sb_decode(const uint8_t *buf, size_t len, const uint8_t *set_uuid, struct clr_bitmap_sb *b,
+                         struct clr_err *e)
 {
     memset(b, 0, sizeof *b);
     if (len < CLR_BITMAP_SB_BYTES)
         return clr_err_set(e, -EINVAL, "bitmap superblock buffer too short (%zu bytes)", len);
     b->magic = clr_get_le32(buf + OFF_MAGIC);
     if (b->magic != CLR_BITMAP_MAGIC)
-        return clr_err_set(e, -ENODATA, "no bitmap superblock: magic 0x%08x, expected 0x%08x",
-                           b->magic, CLR_BITMAP_MAGIC);
+        return clr_err_set(e, -ENODATA, "no bitmap superblock: magic 0x%08x, expected 0x%08x", b->magic,
+                           CLR_BITMAP_MAGIC);
     b->version = clr_get_le32(buf + OFF_VERSION);
     memcpy(b->uuid, buf + OFF_UUID, 16);
     b->events = clr_get_le64(buf + OFF_EVENTS);
@@ -78,8 +87,8 @@ int clr_bitmap_sb_decode(const uint8_t *buf, size_t len, const uint8_t *set_uuid
         return clr_err_set(e, -ERANGE, "bitmap write_behind %u exceeds 16383", b->write_behind);
     if (b->version == CLR_BITMAP_VERSION_CLUSTERED) {
         if (b->nodes < 1 || b->nodes > CLR_BITMAP_MAX_NODES)
-            return clr_err_set(e, -ERANGE, "bitmap node count %u out of range (1..%u)",
-                               b->nodes, CLR_BITMAP_MAX_NODES);
+            return clr_err_set(e, -ERANGE, "bitmap node count %u out of range (1..%u)", b->nodes,
+                               CLR_BITMAP_MAX_NODES);
         if (memchr(b->cluster_name, '\0', sizeof b->cluster_name) == NULL)
             return clr_err_set(e, -EINVAL, "bitmap cluster name is not NUL-terminated");
     } else {
@@ -113,29 +122,29 @@ uint32_t clr_bitmap_slots(const struct clr_bitmap_sb *b)
     return b->nodes ? b->nodes : 1;
 }
 
-uint64_t clr_bitmap_slot_offset(const struct clr_md_sb *sb, const struct clr_bitmap_sb *b,
-                                uint32_t slot)
+uint64_t clr_bitmap_slot_offset(const struct clr_md_sb *sb, const struct clr_bitmap_sb *b, uint32_t slot)
 {
     uint64_t start = (sb->super_offset + (uint64_t)(int64_t)sb->bitmap_offset) * 512;
 
     return start + (uint64_t)slot * clr_bitmap_stride_bytes(b->sync_size, b->chunksize);
 }
 
-int clr_bitmap_check_fits(const struct clr_md_sb *sb, const struct clr_bitmap_sb *b,
-                          struct clr_err *e)
+int clr_bitmap_check_fits(const struct clr_md_sb *sb, const struct clr_bitmap_sb *b, struct clr_err *e)
 {
     uint64_t sync = clr_md_sync_sectors(sb);
     uint64_t end;
 
     if (b->sync_size == 0 || b->sync_size > sync)
-        return clr_err_set(e, -ERANGE, "bitmap sync_size %" PRIu64 " sectors does not match the array (%" PRIu64 ")",
+        return clr_err_set(e, -ERANGE,
+                           "bitmap sync_size %" PRIu64 " sectors does not match the array (%" PRIu64 ")",
                            b->sync_size, sync);
     if (clr_bitmap_bits(b->sync_size, b->chunksize) > (1ULL << 31))
         return clr_err_set(e, -ERANGE, "bitmap has more than 2^31 bits (chunk %u bytes too small)",
                            b->chunksize);
     end = clr_bitmap_slot_offset(sb, b, clr_bitmap_slots(b));
     if (end > sb->data_offset * 512)
-        return clr_err_set(e, -ERANGE, "%u bitmap slots end at byte %" PRIu64 ", past data_offset (byte %" PRIu64 ")",
+        return clr_err_set(e, -ERANGE,
+                           "%u bitmap slots end at byte %" PRIu64 ", past data_offset (byte %" PRIu64 ")",
                            clr_bitmap_slots(b), end, sb->data_offset * 512);
     return 0;
 }

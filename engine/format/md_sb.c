@@ -11,17 +11,43 @@
 #include "format/md_sb.h"
 
 enum {
-    OFF_MAGIC = 0, OFF_MAJOR = 4, OFF_FEATURE = 8, OFF_PAD0 = 12,
-    OFF_SET_UUID = 16, OFF_SET_NAME = 32, OFF_CTIME = 64, OFF_LEVEL = 72,
-    OFF_LAYOUT = 76, OFF_SIZE = 80, OFF_CHUNK = 88, OFF_RAID_DISKS = 92,
-    OFF_BITMAP_OFFSET = 96, OFF_NEW_LEVEL = 100, OFF_RESHAPE_POS = 104,
-    OFF_DELTA_DISKS = 112, OFF_NEW_LAYOUT = 116, OFF_NEW_CHUNK = 120,
-    OFF_NEW_OFFSET = 124, OFF_DATA_OFFSET = 128, OFF_DATA_SIZE = 136,
-    OFF_SUPER_OFFSET = 144, OFF_RECOVERY_OFFSET = 152, OFF_DEV_NUMBER = 160,
-    OFF_CNT_CORRECTED = 164, OFF_DEVICE_UUID = 168, OFF_DEVFLAGS = 184,
-    OFF_BBLOG_SHIFT = 185, OFF_BBLOG_SIZE = 186, OFF_BBLOG_OFFSET = 188,
-    OFF_UTIME = 192, OFF_EVENTS = 200, OFF_RESYNC_OFFSET = 208,
-    OFF_SB_CSUM = 216, OFF_MAX_DEV = 220, OFF_PAD3 = 224, OFF_DEV_ROLES = 256,
+    OFF_MAGIC = 0,
+    OFF_MAJOR = 4,
+    OFF_FEATURE = 8,
+    OFF_PAD0 = 12,
+    OFF_SET_UUID = 16,
+    OFF_SET_NAME = 32,
+    OFF_CTIME = 64,
+    OFF_LEVEL = 72,
+    OFF_LAYOUT = 76,
+    OFF_SIZE = 80,
+    OFF_CHUNK = 88,
+    OFF_RAID_DISKS = 92,
+    OFF_BITMAP_OFFSET = 96,
+    OFF_NEW_LEVEL = 100,
+    OFF_RESHAPE_POS = 104,
+    OFF_DELTA_DISKS = 112,
+    OFF_NEW_LAYOUT = 116,
+    OFF_NEW_CHUNK = 120,
+    OFF_NEW_OFFSET = 124,
+    OFF_DATA_OFFSET = 128,
+    OFF_DATA_SIZE = 136,
+    OFF_SUPER_OFFSET = 144,
+    OFF_RECOVERY_OFFSET = 152,
+    OFF_DEV_NUMBER = 160,
+    OFF_CNT_CORRECTED = 164,
+    OFF_DEVICE_UUID = 168,
+    OFF_DEVFLAGS = 184,
+    OFF_BBLOG_SHIFT = 185,
+    OFF_BBLOG_SIZE = 186,
+    OFF_BBLOG_OFFSET = 188,
+    OFF_UTIME = 192,
+    OFF_EVENTS = 200,
+    OFF_RESYNC_OFFSET = 208,
+    OFF_SB_CSUM = 216,
+    OFF_MAX_DEV = 220,
+    OFF_PAD3 = 224,
+    OFF_DEV_ROLES = 256,
 };
 
 size_t clr_md_sb_bytes(uint32_t max_dev)
@@ -112,14 +138,22 @@ static bool is_pow2(uint64_t v)
 const char *clr_md_level_name(int32_t level)
 {
     switch (level) {
-    case 1: return "raid1";
-    case 10: return "raid10";
-    case 5: return "raid5";
-    case 6: return "raid6";
-    case 4: return "raid4";
-    case 0: return "raid0";
-    case -1: return "linear";
-    default: return NULL;
+    case 1:
+        return "raid1";
+    case 10:
+        return "raid10";
+    case 5:
+        return "raid5";
+    case 6:
+        return "raid6";
+    case 4:
+        return "raid4";
+    case 0:
+        return "raid0";
+    case -1:
+        return "linear";
+    default:
+        return NULL;
     }
 }
 
@@ -209,8 +243,7 @@ void clr_md_layout_name(int32_t level, uint32_t layout, char *buf, size_t len)
     } else if (level == 10) {
         uint32_t n = CLR_R10_NEAR(layout), f = CLR_R10_FAR(layout);
         if (n > 1 && f > 1)
-            snprintf(buf, len, "near=%u, %s=%u", n,
-                     (layout & CLR_R10_OFFSET) ? "offset" : "far", f);
+            snprintf(buf, len, "near=%u, %s=%u", n, (layout & CLR_R10_OFFSET) ? "offset" : "far", f);
         else if (f > 1)
             snprintf(buf, len, "%s=%u", (layout & CLR_R10_OFFSET) ? "offset" : "far", f);
         else
@@ -220,8 +253,8 @@ void clr_md_layout_name(int32_t level, uint32_t layout, char *buf, size_t len)
     }
 }
 
-uint64_t clr_md_array_sectors(int32_t level, uint32_t layout, uint32_t raid_disks,
-                              uint64_t size, uint32_t chunk_sectors)
+uint64_t clr_md_array_sectors(int32_t level, uint32_t layout, uint32_t raid_disks, uint64_t size,
+                              uint32_t chunk_sectors)
 {
     switch (level) {
     case 1:
@@ -252,8 +285,7 @@ uint64_t clr_md_array_sectors(int32_t level, uint32_t layout, uint32_t raid_disk
 uint64_t clr_md_sync_sectors(const struct clr_md_sb *sb)
 {
     if (sb->level == 10)
-        return clr_md_array_sectors(sb->level, sb->layout, sb->raid_disks,
-                                    sb->size, sb->chunksize);
+        return clr_md_array_sectors(sb->level, sb->layout, sb->raid_disks, sb->size, sb->chunksize);
     return sb->size;
 }
 
@@ -274,8 +306,7 @@ int clr_md_sb_check_geometry(const struct clr_md_sb *sb, struct clr_err *e)
         if (sb->layout >> 19)
             return clr_err_set(e, -EINVAL, "raid10 layout 0x%x has unknown bits", sb->layout);
         if (!near || !far || near * far < 2)
-            return clr_err_set(e, -EINVAL, "raid10 layout 0x%x gives fewer than 2 copies",
-                               sb->layout);
+            return clr_err_set(e, -EINVAL, "raid10 layout 0x%x gives fewer than 2 copies", sb->layout);
         if (near * far > n)
             return clr_err_set(e, -ERANGE, "raid10 layout 0x%x needs %u copies but the array has %u devices",
                                sb->layout, near * far, n);
@@ -283,8 +314,7 @@ int clr_md_sb_check_geometry(const struct clr_md_sb *sb, struct clr_err *e)
     }
     case 5:
         if (sb->layout > CLR_R5_PARITY_LAST)
-            return clr_err_set(e, -EINVAL, "raid5 layout %u is not an md raid5 layout",
-                               sb->layout);
+            return clr_err_set(e, -EINVAL, "raid5 layout %u is not an md raid5 layout", sb->layout);
         if (n < 2)
             return clr_err_set(e, -ERANGE, "raid5 with %u raid devices (needs 2 or more)", n);
         break;
@@ -320,8 +350,8 @@ static int decode_header(const uint8_t *buf, size_t len, struct clr_md_sb *sb, s
     if (sb->magic != CLR_MD_MAGIC) {
         if (all_zero(buf, CLR_MD_SB_FIXED_BYTES))
             return clr_err_set(e, -ENODATA, "no md superblock: the bytes at offset 4096 are zero");
-        return clr_err_set(e, -ENODATA, "no md superblock: magic 0x%08x, expected 0x%08x",
-                           sb->magic, CLR_MD_MAGIC);
+        return clr_err_set(e, -ENODATA, "no md superblock: magic 0x%08x, expected 0x%08x", sb->magic,
+                           CLR_MD_MAGIC);
     }
     sb->major_version = clr_get_le32(buf + OFF_MAJOR);
     if (sb->major_version != 1)
@@ -329,15 +359,14 @@ static int decode_header(const uint8_t *buf, size_t len, struct clr_md_sb *sb, s
                            sb->major_version);
     sb->max_dev = clr_get_le32(buf + OFF_MAX_DEV);
     if (sb->max_dev > CLR_MD_MAX_DEV_LIMIT)
-        return clr_err_set(e, -ERANGE, "max_dev %u exceeds md's limit of %u",
-                           sb->max_dev, CLR_MD_MAX_DEV_LIMIT);
+        return clr_err_set(e, -ERANGE, "max_dev %u exceeds md's limit of %u", sb->max_dev,
+                           CLR_MD_MAX_DEV_LIMIT);
     if (len < clr_md_sb_bytes(sb->max_dev))
         return clr_err_set(e, -EINVAL, "superblock buffer too short for max_dev %u", sb->max_dev);
     sb->sb_csum = clr_get_le32(buf + OFF_SB_CSUM);
     csum = clr_md_sb_csum(buf, sb->max_dev);
     if (csum != sb->sb_csum)
-        return clr_err_set(e, -EBADMSG, "superblock checksum 0x%08x, expected 0x%08x",
-                           sb->sb_csum, csum);
+        return clr_err_set(e, -EBADMSG, "superblock checksum 0x%08x, expected 0x%08x", sb->sb_csum, csum);
     return 0;
 }
 
@@ -391,8 +420,8 @@ static int check_areas(const struct clr_md_sb *sb, uint64_t dev_sectors, struct 
     if (sb->feature_map & ~CLR_MD_FEAT_ALL)
         return clr_err_set(e, -EPROTO, "unknown feature bits 0x%x in the superblock",
                            sb->feature_map & ~CLR_MD_FEAT_ALL);
-    if (sb->feature_map & (CLR_MD_FEAT_RESHAPE_ACTIVE | CLR_MD_FEAT_JOURNAL |
-                           CLR_MD_FEAT_PPL | CLR_MD_FEAT_MULTIPLE_PPLS))
+    if (sb->feature_map &
+        (CLR_MD_FEAT_RESHAPE_ACTIVE | CLR_MD_FEAT_JOURNAL | CLR_MD_FEAT_PPL | CLR_MD_FEAT_MULTIPLE_PPLS))
         return clr_err_set(e, -EPROTO, "feature map 0x%x: reshape, journal and PPL arrays are not supported",
                            sb->feature_map);
     if (sb->super_offset != CLR_MD_V12_SB_SECTOR)
@@ -400,7 +429,8 @@ static int check_areas(const struct clr_md_sb *sb, uint64_t dev_sectors, struct 
                            sb->super_offset, CLR_MD_V12_SB_SECTOR);
     sb_end = sb->super_offset + (clr_md_sb_bytes(sb->max_dev) + 511) / 512;
     if (sb->data_offset < sb_end)
-        return clr_err_set(e, -ERANGE, "data_offset %" PRIu64 " overlaps the superblock (ends at sector %" PRIu64 ")",
+        return clr_err_set(e, -ERANGE,
+                           "data_offset %" PRIu64 " overlaps the superblock (ends at sector %" PRIu64 ")",
                            sb->data_offset, sb_end);
     if (sb->data_size < 10)
         return clr_err_set(e, -ERANGE, "data_size %" PRIu64 " sectors is below md's minimum of 10",
@@ -409,10 +439,14 @@ static int check_areas(const struct clr_md_sb *sb, uint64_t dev_sectors, struct 
         return clr_err_set(e, -ERANGE, "data_offset + data_size overflows");
     if (dev_sectors) {
         if (sb->data_offset >= dev_sectors)
-            return clr_err_set(e, -ERANGE, "data_offset %" PRIu64 " is past the end of the device (%" PRIu64 " sectors)",
+            return clr_err_set(e, -ERANGE,
+                               "data_offset %" PRIu64 " is past the end of the device (%" PRIu64 " sectors)",
                                sb->data_offset, dev_sectors);
         if (sb->data_offset + sb->data_size > dev_sectors)
-            return clr_err_set(e, -ERANGE, "data area (offset %" PRIu64 " + %" PRIu64 " sectors) ends past the end of the device (%" PRIu64 " sectors): truncated device?",
+            return clr_err_set(e, -ERANGE,
+                               "data area (offset %" PRIu64 " + %" PRIu64
+                               " sectors) ends past the end of the device (%" PRIu64
+                               " sectors): truncated device?",
                                sb->data_offset, sb->data_size, dev_sectors);
     }
     if (sb->size > sb->data_size)
@@ -438,8 +472,8 @@ static int check_roles(const struct clr_md_sb *sb, struct clr_err *e)
         if (r == CLR_MD_ROLE_SPARE || r == CLR_MD_ROLE_FAULTY)
             continue;
         if (r == CLR_MD_ROLE_JOURNAL || r >= sb->raid_disks)
-            return clr_err_set(e, -ERANGE, "dev_roles[%u] = 0x%04x is outside 0..%u",
-                               i, r, sb->raid_disks - 1);
+            return clr_err_set(e, -ERANGE, "dev_roles[%u] = 0x%04x is outside 0..%u", i, r,
+                               sb->raid_disks - 1);
         if (++role_count[r] > 2)
             return clr_err_set(e, -ERANGE, "role %u is claimed by more than two devices", r);
     }
@@ -457,19 +491,21 @@ static int check_metadata_area(const struct clr_md_sb *sb, struct clr_err *e)
                                sb->bitmap_offset);
         bm_start = sb->super_offset + (uint64_t)sb->bitmap_offset;
         if (bm_start < sb_end || bm_start >= sb->data_offset)
-            return clr_err_set(e, -ERANGE, "bitmap at sector %" PRIu64 " is outside the metadata area (%" PRIu64 "..%" PRIu64 ")",
+            return clr_err_set(e, -ERANGE,
+                               "bitmap at sector %" PRIu64 " is outside the metadata area (%" PRIu64
+                               "..%" PRIu64 ")",
                                bm_start, sb_end, sb->data_offset);
     }
     if (sb->feature_map & CLR_MD_FEAT_BAD_BLOCKS) {
         if (sb->bblog_offset == 0 || sb->bblog_size > 8)
-            return clr_err_set(e, -ERANGE, "bad-block log offset %d size %u out of range",
-                               sb->bblog_offset, sb->bblog_size);
+            return clr_err_set(e, -ERANGE, "bad-block log offset %d size %u out of range", sb->bblog_offset,
+                               sb->bblog_size);
     }
     return 0;
 }
 
-int clr_md_sb_decode(const uint8_t *buf, size_t len, uint64_t dev_sectors,
-                     struct clr_md_sb *sb, struct clr_err *e)
+int clr_md_sb_decode(const uint8_t *buf, size_t len, uint64_t dev_sectors, struct clr_md_sb *sb,
+                     struct clr_err *e)
 {
     int rc = decode_header(buf, len, sb, e);
 
@@ -488,16 +524,14 @@ int clr_md_sb_decode(const uint8_t *buf, size_t len, uint64_t dev_sectors,
 
 void clr_uuid_format_mdadm(const uint8_t u[16], char out[36])
 {
-    snprintf(out, 36, "%02x%02x%02x%02x:%02x%02x%02x%02x:%02x%02x%02x%02x:%02x%02x%02x%02x",
-             u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7],
-             u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    snprintf(out, 36, "%02x%02x%02x%02x:%02x%02x%02x%02x:%02x%02x%02x%02x:%02x%02x%02x%02x", u[0], u[1], u[2],
+             u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
 }
 
 void clr_uuid_format_dashed(const uint8_t u[16], char out[37])
 {
-    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-             u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7],
-             u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+             u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
 }
 
 int clr_uuid_parse(const char *s, uint8_t uuid[16])

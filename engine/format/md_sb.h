@@ -10,38 +10,38 @@
 
 #include "format/errbuf.h"
 
-#define CLR_MD_MAGIC            0xa92b4efcU
-#define CLR_MD_SB_FIXED_BYTES   256
-#define CLR_MD_SB_AREA_BYTES    4096      /* what we read/write at the sb offset */
-#define CLR_MD_V12_SB_SECTOR    8         /* v1.2: 4 KiB from the start */
-#define CLR_MD_MAX_DEV_LIMIT    1920      /* (4096 - 256) / 2 */
-#define CLR_MD_MAX_SECTOR       UINT64_MAX
+#define CLR_MD_MAGIC          0xa92b4efcU
+#define CLR_MD_SB_FIXED_BYTES 256
+#define CLR_MD_SB_AREA_BYTES  4096 /* what we read/write at the sb offset */
+#define CLR_MD_V12_SB_SECTOR  8    /* v1.2: 4 KiB from the start */
+#define CLR_MD_MAX_DEV_LIMIT  1920 /* (4096 - 256) / 2 */
+#define CLR_MD_MAX_SECTOR     UINT64_MAX
 
-#define CLR_MD_ROLE_SPARE       0xffffU
-#define CLR_MD_ROLE_FAULTY      0xfffeU
-#define CLR_MD_ROLE_JOURNAL     0xfffdU
-#define CLR_MD_ROLE_MAX         0xff00U
+#define CLR_MD_ROLE_SPARE   0xffffU
+#define CLR_MD_ROLE_FAULTY  0xfffeU
+#define CLR_MD_ROLE_JOURNAL 0xfffdU
+#define CLR_MD_ROLE_MAX     0xff00U
 
 /* feature_map bits */
-#define CLR_MD_FEAT_BITMAP_OFFSET    0x1U
-#define CLR_MD_FEAT_RECOVERY_OFFSET  0x2U
-#define CLR_MD_FEAT_RESHAPE_ACTIVE   0x4U
-#define CLR_MD_FEAT_BAD_BLOCKS       0x8U
-#define CLR_MD_FEAT_REPLACEMENT      0x10U
+#define CLR_MD_FEAT_BITMAP_OFFSET     0x1U
+#define CLR_MD_FEAT_RECOVERY_OFFSET   0x2U
+#define CLR_MD_FEAT_RESHAPE_ACTIVE    0x4U
+#define CLR_MD_FEAT_BAD_BLOCKS        0x8U
+#define CLR_MD_FEAT_REPLACEMENT       0x10U
 #define CLR_MD_FEAT_RESHAPE_BACKWARDS 0x20U
-#define CLR_MD_FEAT_NEW_OFFSET       0x40U
-#define CLR_MD_FEAT_RECOVERY_BITMAP  0x80U
-#define CLR_MD_FEAT_CLUSTERED        0x100U
-#define CLR_MD_FEAT_JOURNAL          0x200U
-#define CLR_MD_FEAT_PPL              0x400U
-#define CLR_MD_FEAT_MULTIPLE_PPLS    0x800U
-#define CLR_MD_FEAT_RAID0_LAYOUT     0x1000U
-#define CLR_MD_FEAT_ALL              0x1fffU
+#define CLR_MD_FEAT_NEW_OFFSET        0x40U
+#define CLR_MD_FEAT_RECOVERY_BITMAP   0x80U
+#define CLR_MD_FEAT_CLUSTERED         0x100U
+#define CLR_MD_FEAT_JOURNAL           0x200U
+#define CLR_MD_FEAT_PPL               0x400U
+#define CLR_MD_FEAT_MULTIPLE_PPLS     0x800U
+#define CLR_MD_FEAT_RAID0_LAYOUT      0x1000U
+#define CLR_MD_FEAT_ALL               0x1fffU
 
 /* RAID10 layout word */
-#define CLR_R10_NEAR(l)    ((l) & 0xffU)
-#define CLR_R10_FAR(l)     (((l) >> 8) & 0xffU)
-#define CLR_R10_OFFSET     0x10000U
+#define CLR_R10_NEAR(l) ((l)&0xffU)
+#define CLR_R10_FAR(l)  (((l) >> 8) & 0xffU)
+#define CLR_R10_OFFSET  0x10000U
 
 /* RAID5/6 layouts (md's ALGORITHM_*) */
 enum clr_r5_layout {
@@ -60,14 +60,14 @@ struct clr_md_sb {
     uint32_t feature_map;
     uint32_t pad0;
     uint8_t set_uuid[16];
-    char set_name[33];              /* 32 on disk + NUL for convenience */
+    char set_name[33]; /* 32 on disk + NUL for convenience */
     uint64_t ctime;
     int32_t level;
     uint32_t layout;
-    uint64_t size;                  /* used sectors per member */
-    uint32_t chunksize;             /* sectors */
+    uint64_t size;      /* used sectors per member */
+    uint32_t chunksize; /* sectors */
     uint32_t raid_disks;
-    int32_t bitmap_offset;          /* sectors from superblock, signed */
+    int32_t bitmap_offset; /* sectors from superblock, signed */
     uint32_t new_level;
     uint64_t reshape_position;
     int32_t delta_disks;
@@ -88,7 +88,7 @@ struct clr_md_sb {
     uint64_t utime;
     uint64_t events;
     uint64_t resync_offset;
-    uint32_t sb_csum;               /* as read; encode recomputes */
+    uint32_t sb_csum; /* as read; encode recomputes */
     uint32_t max_dev;
     uint8_t pad3[32];
     uint16_t dev_roles[CLR_MD_MAX_DEV_LIMIT];
@@ -111,16 +111,16 @@ int clr_md_sb_encode(const struct clr_md_sb *sb, uint8_t *buf, size_t len);
  *  Returns 0; -ENODATA (no md superblock: wrong magic), -EBADMSG (bad
  *  checksum), -EPROTO (unsupported version/features), -ERANGE or -EINVAL
  *  (a field out of range). @e gets one precise line. */
-int clr_md_sb_decode(const uint8_t *buf, size_t len, uint64_t dev_sectors,
-                     struct clr_md_sb *sb, struct clr_err *e);
+int clr_md_sb_decode(const uint8_t *buf, size_t len, uint64_t dev_sectors, struct clr_md_sb *sb,
+                     struct clr_err *e);
 
 /** Checks the geometry fields (level, layout, chunk, raid_disks) that must
  *  agree across members and make sense together. */
 int clr_md_sb_check_geometry(const struct clr_md_sb *sb, struct clr_err *e);
 
 /** Array size in sectors as md computes it for sb->level. */
-uint64_t clr_md_array_sectors(int32_t level, uint32_t layout, uint32_t raid_disks,
-                              uint64_t size, uint32_t chunk_sectors);
+uint64_t clr_md_array_sectors(int32_t level, uint32_t layout, uint32_t raid_disks, uint64_t size,
+                              uint32_t chunk_sectors);
 
 /** Resync address space covered by the bitmap: the member size for
  *  RAID1/5/6, the array size for RAID10 (doc/architecture.md §2.4). */

@@ -96,10 +96,10 @@ typedef void (*clr_io_cb)(void *arg, int res);
 
 /** Log priorities, syslog numbering. */
 enum {
-	CLR_IO_LOG_ERR = 3,
-	CLR_IO_LOG_WARNING = 4,
-	CLR_IO_LOG_NOTICE = 5,
-	CLR_IO_LOG_INFO = 6,
+    CLR_IO_LOG_ERR = 3,
+    CLR_IO_LOG_WARNING = 4,
+    CLR_IO_LOG_NOTICE = 5,
+    CLR_IO_LOG_INFO = 6,
 };
 
 /** Log sink: one line, no trailing newline. May be called from any thread. */
@@ -107,28 +107,28 @@ typedef void (*clr_io_log_fn)(void *opaque, int prio, const char *msg);
 
 /** Options for clr_io_ctx_create(); zero-initialise, then set what you need. */
 struct clr_io_ctx_opts {
-	/**
-	 * io_uring SQ size, 1..4096; 0 = 256. The CQ is twice that, and up
-	 * to CQ size - 2 requests are given to the kernel at once.
-	 */
-	unsigned queue_depth;
-	/**
-	 * Serve page-cache members inline: for a member that runs buffered,
-	 * or lives on tmpfs/ramfs (where O_DIRECT is a memory copy anyway),
-	 * the submit call does the transfer itself with preadv2()/pwritev2()
-	 * and calls the callback in the calling thread before it returns.
-	 * A memory copy done in place costs a microsecond; handing it to the
-	 * ring (where tmpfs writes go to io_uring's worker threads) costs
-	 * three thread wake-ups. Off by default because it changes where and
-	 * how concurrently callbacks run: with it on, callbacks of inline
-	 * members run on the submitting threads, several at once, and a
-	 * caller must not hold, across a submit call, a lock that its
-	 * callback takes. Injected delays then sleep in the submitting thread.
-	 */
-	bool inline_buffered;
-	/** Log sink; NULL = one line on stderr prefixed "clraid: io: ". */
-	clr_io_log_fn log;
-	void *log_opaque;
+    /**
+     * io_uring SQ size, 1..4096; 0 = 256. The CQ is twice that, and up
+     * to CQ size - 2 requests are given to the kernel at once.
+     */
+    unsigned queue_depth;
+    /**
+     * Serve page-cache members inline: for a member that runs buffered,
+     * or lives on tmpfs/ramfs (where O_DIRECT is a memory copy anyway),
+     * the submit call does the transfer itself with preadv2()/pwritev2()
+     * and calls the callback in the calling thread before it returns.
+     * A memory copy done in place costs a microsecond; handing it to the
+     * ring (where tmpfs writes go to io_uring's worker threads) costs
+     * three thread wake-ups. Off by default because it changes where and
+     * how concurrently callbacks run: with it on, callbacks of inline
+     * members run on the submitting threads, several at once, and a
+     * caller must not hold, across a submit call, a lock that its
+     * callback takes. Injected delays then sleep in the submitting thread.
+     */
+    bool inline_buffered;
+    /** Log sink; NULL = one line on stderr prefixed "clraid: io: ". */
+    clr_io_log_fn log;
+    void *log_opaque;
 };
 
 /**
@@ -137,8 +137,7 @@ struct clr_io_ctx_opts {
  * @ctxp: receives the context.
  * Return: 0 or -errno (-ENOMEM, or an io_uring_queue_init() error).
  */
-int clr_io_ctx_create(const struct clr_io_ctx_opts *opts,
-		      struct clr_io_ctx **ctxp);
+int clr_io_ctx_create(const struct clr_io_ctx_opts *opts, struct clr_io_ctx **ctxp);
 
 /**
  * Drain and destroy a context.
@@ -154,29 +153,29 @@ void clr_io_ctx_destroy(struct clr_io_ctx *ctx);
 
 /** Flags for clr_io_open(). */
 enum {
-	/** Open read-only. */
-	CLR_IO_OPEN_RDONLY = 1u << 0,
-	/** Block devices: O_EXCL, so a mounted or claimed device is refused (-EBUSY). */
-	CLR_IO_OPEN_EXCL = 1u << 1,
-	/** Do not try O_DIRECT at all: buffered I/O. */
-	CLR_IO_OPEN_BUFFERED = 1u << 2,
-	/** Tests: behave as if O_DIRECT failed with EINVAL (exercises the fallback). */
-	CLR_IO_OPEN_TEST_NO_DIRECT = 1u << 3,
+    /** Open read-only. */
+    CLR_IO_OPEN_RDONLY = 1u << 0,
+    /** Block devices: O_EXCL, so a mounted or claimed device is refused (-EBUSY). */
+    CLR_IO_OPEN_EXCL = 1u << 1,
+    /** Do not try O_DIRECT at all: buffered I/O. */
+    CLR_IO_OPEN_BUFFERED = 1u << 2,
+    /** Tests: behave as if O_DIRECT failed with EINVAL (exercises the fallback). */
+    CLR_IO_OPEN_TEST_NO_DIRECT = 1u << 3,
 };
 
 /** What clr_io_dev_info() reports about an open member. */
 struct clr_io_dev_info {
-	uint64_t size;          /**< bytes */
-	uint32_t logical_block; /**< bytes: alignment of offsets, lengths and buffers */
-	uint32_t physical_block;/**< bytes; equal to logical_block for files */
-	bool is_blockdev;
-	bool direct;            /**< true: O_DIRECT; false: buffered (fallback or asked) */
-	bool direct_fallback;   /**< O_DIRECT was tried and refused with EINVAL */
-	bool memory_backed;     /**< a file on tmpfs or ramfs */
-	bool inline_io;         /**< served inline (clr_io_ctx_opts.inline_buffered) */
-	bool can_discard;       /**< clr_io_discard() is expected to work */
-	bool can_zero;          /**< clr_io_zero() zeroes without writing data */
-	bool read_only;
+    uint64_t size;           /**< bytes */
+    uint32_t logical_block;  /**< bytes: alignment of offsets, lengths and buffers */
+    uint32_t physical_block; /**< bytes; equal to logical_block for files */
+    bool is_blockdev;
+    bool direct;          /**< true: O_DIRECT; false: buffered (fallback or asked) */
+    bool direct_fallback; /**< O_DIRECT was tried and refused with EINVAL */
+    bool memory_backed;   /**< a file on tmpfs or ramfs */
+    bool inline_io;       /**< served inline (clr_io_ctx_opts.inline_buffered) */
+    bool can_discard;     /**< clr_io_discard() is expected to work */
+    bool can_zero;        /**< clr_io_zero() zeroes without writing data */
+    bool read_only;
 };
 
 /**
@@ -198,8 +197,7 @@ struct clr_io_dev_info {
  * path that is neither a regular file nor a block device, or whose block
  * size is not a power of two up to CLR_IO_ALIGN.
  */
-int clr_io_open(struct clr_io_ctx *ctx, const char *path, unsigned flags,
-		struct clr_io_dev **devp);
+int clr_io_open(struct clr_io_ctx *ctx, const char *path, unsigned flags, struct clr_io_dev **devp);
 
 /**
  * Close a member. Waits until the device has no request in flight (its
@@ -229,8 +227,8 @@ void clr_io_free(void *buf);
 
 /** Flags for writes. */
 enum {
-	/** Complete only once the data is durable (RWF_DSYNC, see above). */
-	CLR_IO_FUA = 1u << 0,
+    /** Complete only once the data is durable (RWF_DSYNC, see above). */
+    CLR_IO_FUA = 1u << 0,
 };
 
 /**
@@ -241,23 +239,22 @@ enum {
  * Return: 0 (accepted; @cb will be called) or -EINVAL (misaligned, out of
  * range, or too long: @len must fit in an int), -ESHUTDOWN, -ENOMEM.
  */
-int clr_io_read(struct clr_io_dev *dev, void *buf, size_t len, uint64_t off,
-		clr_io_cb cb, void *arg);
+int clr_io_read(struct clr_io_dev *dev, void *buf, size_t len, uint64_t off, clr_io_cb cb, void *arg);
 
 /** As clr_io_read(), writing. @flags: 0 or CLR_IO_FUA. -EBADF if read-only. */
-int clr_io_write(struct clr_io_dev *dev, const void *buf, size_t len,
-		 uint64_t off, unsigned flags, clr_io_cb cb, void *arg);
+int clr_io_write(struct clr_io_dev *dev, const void *buf, size_t len, uint64_t off, unsigned flags,
+                 clr_io_cb cb, void *arg);
 
 /**
  * Vectored read into @iovcnt buffers (1..IOV_MAX). The iovec array is
  * copied; the buffers it points to must stay valid until the callback.
  */
-int clr_io_readv(struct clr_io_dev *dev, const struct iovec *iov, int iovcnt,
-		 uint64_t off, clr_io_cb cb, void *arg);
+int clr_io_readv(struct clr_io_dev *dev, const struct iovec *iov, int iovcnt, uint64_t off, clr_io_cb cb,
+                 void *arg);
 
 /** Vectored write, as clr_io_readv(); @flags as clr_io_write(). */
-int clr_io_writev(struct clr_io_dev *dev, const struct iovec *iov, int iovcnt,
-		  uint64_t off, unsigned flags, clr_io_cb cb, void *arg);
+int clr_io_writev(struct clr_io_dev *dev, const struct iovec *iov, int iovcnt, uint64_t off, unsigned flags,
+                  clr_io_cb cb, void *arg);
 
 /**
  * fdatasync() the device asynchronously: every write completed before this
@@ -275,8 +272,7 @@ int clr_io_flush(struct clr_io_dev *dev, clr_io_cb cb, void *arg);
  * (clr_io_dev_info().can_discard then becomes false); callers may ignore
  * that, discard being advisory.
  */
-int clr_io_discard(struct clr_io_dev *dev, uint64_t len, uint64_t off,
-		   clr_io_cb cb, void *arg);
+int clr_io_discard(struct clr_io_dev *dev, uint64_t len, uint64_t off, clr_io_cb cb, void *arg);
 
 /**
  * Zero a range; always works on a writable device. Block devices:
@@ -285,8 +281,7 @@ int clr_io_discard(struct clr_io_dev *dev, uint64_t len, uint64_t off,
  * fallocate(ZERO_RANGE|KEEP_SIZE), else PUNCH_HOLE|KEEP_SIZE (tmpfs),
  * else writing zeroes from a shared buffer.
  */
-int clr_io_zero(struct clr_io_dev *dev, uint64_t len, uint64_t off,
-		clr_io_cb cb, void *arg);
+int clr_io_zero(struct clr_io_dev *dev, uint64_t len, uint64_t off, clr_io_cb cb, void *arg);
 
 /**
  * Wait group: lets a thread (an nbdkit worker) issue several requests, e.g.
@@ -301,10 +296,10 @@ int clr_io_zero(struct clr_io_dev *dev, uint64_t len, uint64_t off,
  *   err = clr_io_wg_wait(&wg);   // first error, or 0
  */
 struct clr_io_wg {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	unsigned pending;
-	int err;                /* first error seen, or 0 */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    unsigned pending;
+    int err; /* first error seen, or 0 */
 };
 
 /** Initialise an empty wait group. */
@@ -332,8 +327,7 @@ int clr_io_wg_wait(struct clr_io_wg *wg);
 int clr_io_pread(struct clr_io_dev *dev, void *buf, size_t len, uint64_t off);
 
 /** Synchronous write, as clr_io_pread(); @flags: 0 or CLR_IO_FUA. */
-int clr_io_pwrite(struct clr_io_dev *dev, const void *buf, size_t len,
-		  uint64_t off, unsigned flags);
+int clr_io_pwrite(struct clr_io_dev *dev, const void *buf, size_t len, uint64_t off, unsigned flags);
 
 /** Synchronous clr_io_flush(). */
 int clr_io_fsync(struct clr_io_dev *dev);
@@ -363,9 +357,9 @@ int clr_io_pdiscard(struct clr_io_dev *dev, uint64_t len, uint64_t off);
 
 /** Which requests a range fault applies to. */
 enum {
-	CLR_IO_FAULT_READ = 1u << 0,
-	/** Writes, and also zero and discard: anything that changes data. */
-	CLR_IO_FAULT_WRITE = 1u << 1,
+    CLR_IO_FAULT_READ = 1u << 0,
+    /** Writes, and also zero and discard: anything that changes data. */
+    CLR_IO_FAULT_WRITE = 1u << 1,
 };
 
 /** Most range faults armed on one device at once. */
@@ -373,11 +367,11 @@ enum {
 
 /** Counters of injected faults, since the device was opened. */
 struct clr_io_fault_stats {
-	uint64_t read_errors;   /**< reads failed by a range fault */
-	uint64_t write_errors;  /**< writes/zeroes/discards failed by a range fault */
-	uint64_t vanished;      /**< requests failed because the device vanished */
-	uint64_t delayed;       /**< completions delayed */
-	uint64_t short_ios;     /**< transfers issued shortened */
+    uint64_t read_errors;  /**< reads failed by a range fault */
+    uint64_t write_errors; /**< writes/zeroes/discards failed by a range fault */
+    uint64_t vanished;     /**< requests failed because the device vanished */
+    uint64_t delayed;      /**< completions delayed */
+    uint64_t short_ios;    /**< transfers issued shortened */
 };
 
 /**
@@ -386,8 +380,7 @@ struct clr_io_fault_stats {
  * means the whole device. Adds to the ranges already armed.
  * Return: 0, -EINVAL (bad @ops), -ENOSPC (CLR_IO_FAULT_MAX_RANGES armed).
  */
-int clr_io_fault_fail_range(struct clr_io_dev *dev, unsigned ops,
-			    uint64_t off, uint64_t len, int err);
+int clr_io_fault_fail_range(struct clr_io_dev *dev, unsigned ops, uint64_t off, uint64_t len, int err);
 
 /**
  * Make the device vanish: every later request, flushes included, fails
@@ -411,7 +404,6 @@ void clr_io_fault_short(struct clr_io_dev *dev, unsigned max_bytes);
 void clr_io_fault_clear(struct clr_io_dev *dev);
 
 /** Read the injected-fault counters of @dev. */
-void clr_io_fault_stats(const struct clr_io_dev *dev,
-			struct clr_io_fault_stats *st);
+void clr_io_fault_stats(const struct clr_io_dev *dev, struct clr_io_fault_stats *st);
 
 #endif /* CLRAID_IO_IO_H */

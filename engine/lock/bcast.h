@@ -22,40 +22,38 @@
 
 #include "lock/lock.h"
 
-#define CLR_BCAST_VERSION 1
-#define CLR_BCAST_PAYLOAD 24
+#define CLR_BCAST_VERSION   1
+#define CLR_BCAST_PAYLOAD   24
 #define CLR_BCAST_MAX_SLOTS 192
 
 /** A broadcast message: fits the 32-byte LVB. */
 struct clr_bcast_msg {
-	uint8_t version;      /**< CLR_BCAST_VERSION (set by encode) */
-	uint8_t type;         /**< engine message type */
-	uint16_t sender_slot; /**< filled in by clr_bcast_send() */
-	uint32_t seq;         /**< sender's round number (filled in) */
-	uint8_t payload[CLR_BCAST_PAYLOAD];
+    uint8_t version;      /**< CLR_BCAST_VERSION (set by encode) */
+    uint8_t type;         /**< engine message type */
+    uint16_t sender_slot; /**< filled in by clr_bcast_send() */
+    uint32_t seq;         /**< sender's round number (filled in) */
+    uint8_t payload[CLR_BCAST_PAYLOAD];
 };
 
 /**
  * Encode @m into 32 little-endian bytes: u8 version, u8 type,
  * le16 sender_slot, le32 seq, payload[24].
  */
-void clr_bcast_msg_encode(const struct clr_bcast_msg *m,
-			  uint8_t out[CLR_LOCK_LVB_LEN]);
+void clr_bcast_msg_encode(const struct clr_bcast_msg *m, uint8_t out[CLR_LOCK_LVB_LEN]);
 
 /**
  * Decode 32 bytes.  @return 0, -EPROTO (unknown version), -EBADMSG
  * (no sender slot: never written).
  */
-int clr_bcast_msg_decode(struct clr_bcast_msg *m,
-			 const uint8_t in[CLR_LOCK_LVB_LEN]);
+int clr_bcast_msg_decode(struct clr_bcast_msg *m, const uint8_t in[CLR_LOCK_LVB_LEN]);
 
 /** Receive handler: 0 = processed; -errno = refused (still acked). */
 typedef int (*clr_bcast_recv_fn)(void *arg, const struct clr_bcast_msg *m);
 
 /** Outcome of one broadcast. */
 struct clr_bcast_result {
-	unsigned refused;      /**< members that acked with an error state */
-	uint8_t refused_slot;  /**< lowest refusing slot (0: none) */
+    unsigned refused;     /**< members that acked with an error state */
+    uint8_t refused_slot; /**< lowest refusing slot (0: none) */
 };
 
 struct clr_bcast;
@@ -65,16 +63,15 @@ struct clr_bcast;
  * token NL, taken under token EX as md's join does) and start the
  * receiver thread.  @timeout_ms bounds every wait (0: 30 s).
  */
-int clr_bcast_open(struct clr_ls *ls, clr_bcast_recv_fn recv, void *arg,
-		   unsigned timeout_ms, struct clr_bcast **out);
+int clr_bcast_open(struct clr_ls *ls, clr_bcast_recv_fn recv, void *arg, unsigned timeout_ms,
+                   struct clr_bcast **out);
 
 /**
  * Broadcast @m to every other member and wait until all processed it.
  * @return 0 (res->refused may be > 0), -ETIMEDOUT naming the step that
  *         did not finish, -ENOLCK if the lockspace lost its locks.
  */
-int clr_bcast_send(struct clr_bcast *b, const struct clr_bcast_msg *m,
-		   struct clr_bcast_result *res);
+int clr_bcast_send(struct clr_bcast *b, const struct clr_bcast_msg *m, struct clr_bcast_result *res);
 
 /** Stop the receiver and release the channel's locks. */
 void clr_bcast_close(struct clr_bcast *b);

@@ -33,13 +33,13 @@
 
 /** Lock modes, numbered as the DLM numbers them (order matters: LVB rules). */
 enum clr_lock_mode {
-	CLR_LOCK_IV = -1, /**< no lock granted */
-	CLR_LOCK_NL = 0,
-	CLR_LOCK_CR = 1,
-	CLR_LOCK_CW = 2,
-	CLR_LOCK_PR = 3,
-	CLR_LOCK_PW = 4,
-	CLR_LOCK_EX = 5,
+    CLR_LOCK_IV = -1, /**< no lock granted */
+    CLR_LOCK_NL = 0,
+    CLR_LOCK_CR = 1,
+    CLR_LOCK_CW = 2,
+    CLR_LOCK_PR = 3,
+    CLR_LOCK_PW = 4,
+    CLR_LOCK_EX = 5,
 };
 #define CLR_LOCK_NMODES 6
 
@@ -52,57 +52,56 @@ enum clr_lock_mode {
 
 /* Request flags. */
 #define CLR_LOCK_F_NOQUEUE 0x1u /**< fail with -EAGAIN instead of waiting */
-#define CLR_LOCK_F_VALBLK 0x2u  /**< read/write the LVB with this request */
+#define CLR_LOCK_F_VALBLK  0x2u /**< read/write the LVB with this request */
 
 /* Completion flags (clr_lock_sb_flags()). */
 #define CLR_LOCK_SB_VALNOTVALID 0x1u /**< a PW/EX holder died: LVB suspect */
 
 /** Membership and service events, delivered through clr_ls_dispatch(). */
 enum clr_ls_event_type {
-	/** Membership is changing: stop read balancing (md recover_prep). */
-	CLR_LS_EV_PREP = 1,
-	/** A member died and is confirmed dead; its locks are released
-	 *  (md recover_slot).  member/slot/nodeid/pid say who. */
-	CLR_LS_EV_MEMBER_FAILED,
-	/** Membership change fully handled; our_slot is valid (recover_done). */
-	CLR_LS_EV_DONE,
-	/** A failed member is still not confirmed dead after fence_timeout_ms;
-	 *  its locks stay held (safety) until confirmation or
-	 *  clr_ls_confirm_dead(). */
-	CLR_LS_EV_FENCE_TIMEOUT,
-	/** Quorum lost or this side lost a partition merge: freeze I/O.  All
-	 *  our locks are dropped (they complete with -ENOLCK); the lockspace
-	 *  rejoins by itself once quorum is back and then sends DONE. */
-	CLR_LS_EV_FREEZE,
-	/** A member was lost in a way that may leave it alive and writing
-	 *  (its node left the membership: crash or partition), so its locks
-	 *  stay held until it is confirmed dead.  member/slot/nodeid/pid as
-	 *  for MEMBER_FAILED; comes after PREP.  Every lost member later gets
-	 *  MEMBER_FAILED (fencer or clr_ls_confirm_dead(), or the same process
-	 *  rejoining after dropping its locks), unless the lockspace FREEZEs
-	 *  first; DONE comes only when no lost member is left unconfirmed.
-	 *  A joiner that finds unconfirmed members in the state it receives
-	 *  gets MEMBER_LOST for each.  Not sent for a clean leave or a process
-	 *  death on a live node (confirmed at once: MEMBER_FAILED only). */
-	CLR_LS_EV_MEMBER_LOST,
+    /** Membership is changing: stop read balancing (md recover_prep). */
+    CLR_LS_EV_PREP = 1,
+    /** A member died and is confirmed dead; its locks are released
+     *  (md recover_slot).  member/slot/nodeid/pid say who. */
+    CLR_LS_EV_MEMBER_FAILED,
+    /** Membership change fully handled; our_slot is valid (recover_done). */
+    CLR_LS_EV_DONE,
+    /** A failed member is still not confirmed dead after fence_timeout_ms;
+     *  its locks stay held (safety) until confirmation or
+     *  clr_ls_confirm_dead(). */
+    CLR_LS_EV_FENCE_TIMEOUT,
+    /** Quorum lost or this side lost a partition merge: freeze I/O.  All
+     *  our locks are dropped (they complete with -ENOLCK); the lockspace
+     *  rejoins by itself once quorum is back and then sends DONE. */
+    CLR_LS_EV_FREEZE,
+    /** A member was lost in a way that may leave it alive and writing
+     *  (its node left the membership: crash or partition), so its locks
+     *  stay held until it is confirmed dead.  member/slot/nodeid/pid as
+     *  for MEMBER_FAILED; comes after PREP.  Every lost member later gets
+     *  MEMBER_FAILED (fencer or clr_ls_confirm_dead(), or the same process
+     *  rejoining after dropping its locks), unless the lockspace FREEZEs
+     *  first; DONE comes only when no lost member is left unconfirmed.
+     *  A joiner that finds unconfirmed members in the state it receives
+     *  gets MEMBER_LOST for each.  Not sent for a clean leave or a process
+     *  death on a live node (confirmed at once: MEMBER_FAILED only). */
+    CLR_LS_EV_MEMBER_LOST,
 };
 
 /** One membership event. */
 struct clr_ls_event {
-	enum clr_ls_event_type type;
-	uint64_t member; /**< member id (incarnation) the event is about */
-	uint32_t nodeid; /**< corosync node id of that member, 0 if none */
-	uint32_t pid;    /**< process id of that member, 0 if none */
-	int slot;        /**< 1-based slot of that member, 0 if none */
-	int our_slot;    /**< our 1-based slot (md uses slot - 1) */
+    enum clr_ls_event_type type;
+    uint64_t member; /**< member id (incarnation) the event is about */
+    uint32_t nodeid; /**< corosync node id of that member, 0 if none */
+    uint32_t pid;    /**< process id of that member, 0 if none */
+    int slot;        /**< 1-based slot of that member, 0 if none */
+    int our_slot;    /**< our 1-based slot (md uses slot - 1) */
 };
 
 struct clr_ls;
 struct clr_lock;
 
 /** Membership event callback. */
-typedef void (*clr_ls_event_fn)(struct clr_ls *ls, const struct clr_ls_event *ev,
-				void *arg);
+typedef void (*clr_ls_event_fn)(struct clr_ls *ls, const struct clr_ls_event *ev, void *arg);
 /** Completion callback: clr_lock_status() tells the result. */
 typedef void (*clr_lock_ast_fn)(struct clr_lock *lk, void *arg);
 /** Blocking callback: another member waits for @mode on this resource. */
@@ -110,18 +109,18 @@ typedef void (*clr_lock_bast_fn)(struct clr_lock *lk, int mode, void *arg);
 
 /** Lockspace configuration.  Zero values pick the defaults. */
 struct clr_ls_config {
-	/** "local" (default), "cpg", "dlm", or one registered with
-	 *  clr_lock_backend_register() (the simulator's "sim") */
-	const char *backend;
-	const char *name;       /**< lockspace name, e.g. the array UUID */
-	clr_ls_event_fn event;  /**< membership events, may be NULL */
-	void *event_arg;
-	unsigned join_timeout_ms;  /**< bound on clr_ls_open() (default 10 s) */
-	unsigned fence_timeout_ms; /**< report unconfirmed deaths after (60 s) */
-	unsigned fence_poll_ms;    /**< fencer poll interval (default 1 s) */
-	/** backend specific: sim: the simulator; dlm: the string "no-cpg"
-	 *  runs without CPG membership events (unit tests) */
-	const void *backend_arg;
+    /** "local" (default), "cpg", "dlm", or one registered with
+     *  clr_lock_backend_register() (the simulator's "sim") */
+    const char *backend;
+    const char *name;      /**< lockspace name, e.g. the array UUID */
+    clr_ls_event_fn event; /**< membership events, may be NULL */
+    void *event_arg;
+    unsigned join_timeout_ms;  /**< bound on clr_ls_open() (default 10 s) */
+    unsigned fence_timeout_ms; /**< report unconfirmed deaths after (60 s) */
+    unsigned fence_poll_ms;    /**< fencer poll interval (default 1 s) */
+    /** backend specific: sim: the simulator; dlm: the string "no-cpg"
+     *  runs without CPG membership events (unit tests) */
+    const void *backend_arg;
 };
 
 /**
@@ -177,9 +176,8 @@ int clr_ls_confirm_dead(struct clr_ls *ls, uint64_t member);
  * @ast and @bast may be NULL (the sync wrappers do not need @ast).
  * @return the object or NULL with errno set (EINVAL name too long).
  */
-struct clr_lock *clr_lock_create(struct clr_ls *ls, const char *name,
-				 clr_lock_ast_fn ast, clr_lock_bast_fn bast,
-				 void *arg);
+struct clr_lock *clr_lock_create(struct clr_ls *ls, const char *name, clr_lock_ast_fn ast,
+                                 clr_lock_bast_fn bast, void *arg);
 
 /** Free a lock object; it must hold no lock and have nothing pending. */
 int clr_lock_destroy(struct clr_lock *lk);
@@ -214,8 +212,7 @@ int clr_lock_cancel(struct clr_lock *lk);
  * the lock has one (it may be a grant).
  * @return 0, -EAGAIN, -EDEADLK, -ETIMEDOUT, -ENOLCK, -EBUSY, -EINVAL.
  */
-int clr_lock_sync(struct clr_lock *lk, int mode, unsigned flags,
-		  unsigned timeout_ms);
+int clr_lock_sync(struct clr_lock *lk, int mode, unsigned flags, unsigned timeout_ms);
 
 /**
  * Wait up to @timeout_ms (0 = forever) for the pending asynchronous

@@ -25,264 +25,261 @@
 #include "lock/lock_internal.h"
 #include "lock/lock_repl.h"
 
-#define CPG_GROUP_PREFIX "clraid:"
+#define CPG_GROUP_PREFIX  "clraid:"
 #define CPG_SEND_RETRY_MS 10000
 #define CPG_LEAVE_WAIT_MS 3000
-#define FENCE_MAX_WATCH 64
+#define FENCE_MAX_WATCH   64
 
 struct outmsg {
-	struct outmsg *next;
-	size_t len;
-	uint8_t buf[];
+    struct outmsg *next;
+    size_t len;
+    uint8_t buf[];
 };
 
 struct fence_watch {
-	uint64_t inc;
-	uint32_t nodeid;
-	time_t t0;          /* wall clock when we first saw it failed */
-	uint64_t start_ms;
-	uint64_t last_confirm_ms;
-	bool reported;
+    uint64_t inc;
+    uint32_t nodeid;
+    time_t t0; /* wall clock when we first saw it failed */
+    uint64_t start_ms;
+    uint64_t last_confirm_ms;
+    bool reported;
 };
 
 struct cpg_be {
-	struct clr_ls *ls;
-	struct clr_repl *repl;
-	cpg_handle_t cpg;
-	bool cpg_ok;
-	quorum_handle_t q;
-	bool q_ok;
-	bool quorate;
-	struct cpg_name group;
-	uint32_t nodeid, pid;
-	int wake_fd;
-	pthread_t thread, fence_thread;
-	bool thread_running, fence_running;
-	bool stop;            /* under ls->mu */
-	bool leave_pending;   /* stale: leave the group from the thread */
-	bool need_join;       /* join once quorate */
-	bool left_seen;       /* our own clean leave was delivered */
-	bool frozen;          /* stale: refuse requests until synced again */
-	pthread_mutex_t send_mu;
-	pthread_cond_t fence_cond; /* with ls->mu: wakes the fence thread */
-	struct outmsg *out_head, *out_tail; /* under ls->mu */
-	struct fence_watch watch[FENCE_MAX_WATCH];
-	size_t nwatch;
+    struct clr_ls *ls;
+    struct clr_repl *repl;
+    cpg_handle_t cpg;
+    bool cpg_ok;
+    quorum_handle_t q;
+    bool q_ok;
+    bool quorate;
+    struct cpg_name group;
+    uint32_t nodeid, pid;
+    int wake_fd;
+    pthread_t thread, fence_thread;
+    bool thread_running, fence_running;
+    bool stop;          /* under ls->mu */
+    bool leave_pending; /* stale: leave the group from the thread */
+    bool need_join;     /* join once quorate */
+    bool left_seen;     /* our own clean leave was delivered */
+    bool frozen;        /* stale: refuse requests until synced again */
+    pthread_mutex_t send_mu;
+    pthread_cond_t fence_cond;          /* with ls->mu: wakes the fence thread */
+    struct outmsg *out_head, *out_tail; /* under ls->mu */
+    struct fence_watch watch[FENCE_MAX_WATCH];
+    size_t nwatch;
 };
 
 static struct cpg_be *be_of(struct clr_ls *ls)
 {
-	return ls->be;
+    return ls->be;
 }
 
 static void wake(struct cpg_be *be)
 {
-	uint64_t one = 1;
+    uint64_t one = 1;
 
-	if (write(be->wake_fd, &one, sizeof(one)) < 0) {
-		/* counter full: the thread is awake anyway */
-	}
+    if (write(be->wake_fd, &one, sizeof(one)) < 0) {
+        /* counter full: the thread is awake anyway */
+    }
 }
 
 /* Multicast in agreed order, retrying while corosync is busy. */
 static int be_send(struct cpg_be *be, const uint8_t *buf, size_t len)
 {
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	uint64_t deadline = clr_lock_now_ms() + CPG_SEND_RETRY_MS;
-	cs_error_t err;
-	int rc = 0;
+    struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+    uint64_t deadline = clr_lock_now_ms() + CPG_SEND_RETRY_MS;
+    cs_error_t err;
+    int rc = 0;
 
-	pthread_mutex_lock(&be->send_mu);
-	if (!be->cpg_ok) {
-		pthread_mutex_unlock(&be->send_mu);
-		return -ENOLCK;
-	}
-	for (;;) {
-		err = cpg_mcast_joined(be->cpg, CPG_TYPE_AGREED, &iov, 1);
-		if (err == CS_OK)
-			break;
-		if (err != CS_ERR_TRY_AGAIN || clr_lock_now_ms() > deadline) {
-			rc = err == CS_ERR_TRY_AGAIN ? -EAGAIN : -ENOTCONN;
-			break;
-		}
-		usleep(200);
-	}
-	pthread_mutex_unlock(&be->send_mu);
-	return rc;
+    pthread_mutex_lock(&be->send_mu);
+    if (!be->cpg_ok) {
+        pthread_mutex_unlock(&be->send_mu);
+        return -ENOLCK;
+    }
+    for (;;) {
+        err = cpg_mcast_joined(be->cpg, CPG_TYPE_AGREED, &iov, 1);
+        if (err == CS_OK)
+            break;
+        if (err != CS_ERR_TRY_AGAIN || clr_lock_now_ms() > deadline) {
+            rc = err == CS_ERR_TRY_AGAIN ? -EAGAIN : -ENOTCONN;
+            break;
+        }
+        usleep(200);
+    }
+    pthread_mutex_unlock(&be->send_mu);
+    return rc;
 }
 
 static void flush_outbox(struct cpg_be *be)
 {
-	for (;;) {
-		struct outmsg *o;
+    for (;;) {
+        struct outmsg *o;
 
-		pthread_mutex_lock(&be->ls->mu);
-		o = be->out_head;
-		if (o) {
-			be->out_head = o->next;
-			if (!o->next)
-				be->out_tail = NULL;
-		}
-		pthread_mutex_unlock(&be->ls->mu);
-		if (!o)
-			return;
-		be_send(be, o->buf, o->len);
-		free(o);
-	}
+        pthread_mutex_lock(&be->ls->mu);
+        o = be->out_head;
+        if (o) {
+            be->out_head = o->next;
+            if (!o->next)
+                be->out_tail = NULL;
+        }
+        pthread_mutex_unlock(&be->ls->mu);
+        if (!o)
+            return;
+        be_send(be, o->buf, o->len);
+        free(o);
+    }
 }
 
 /* ---- replica outputs (called under ls->mu) ---- */
 
 static void repl_send(void *arg, const uint8_t *buf, size_t len)
 {
-	struct cpg_be *be = arg;
-	struct outmsg *o = malloc(sizeof(*o) + len);
+    struct cpg_be *be = arg;
+    struct outmsg *o = malloc(sizeof(*o) + len);
 
-	if (!o)
-		return;
-	o->next = NULL;
-	o->len = len;
-	memcpy(o->buf, buf, len);
-	if (be->out_tail)
-		be->out_tail->next = o;
-	else
-		be->out_head = o;
-	be->out_tail = o;
-	wake(be);
+    if (!o)
+        return;
+    o->next = NULL;
+    o->len = len;
+    memcpy(o->buf, buf, len);
+    if (be->out_tail)
+        be->out_tail->next = o;
+    else
+        be->out_head = o;
+    be->out_tail = o;
+    wake(be);
 }
 
 static void repl_effect(void *arg, const struct clr_lt_effect *e)
 {
-	struct cpg_be *be = arg;
+    struct cpg_be *be = arg;
 
-	clr_ls_effect_locked(be->ls, e);
+    clr_ls_effect_locked(be->ls, e);
 }
 
 static void repl_event(void *arg, const struct clr_ls_event *ev)
 {
-	struct cpg_be *be = arg;
+    struct cpg_be *be = arg;
 
-	be->ls->our_slot = clr_repl_my_slot(be->repl);
-	clr_ls_event_locked(be->ls, ev);
+    be->ls->our_slot = clr_repl_my_slot(be->repl);
+    clr_ls_event_locked(be->ls, ev);
 }
 
 static void repl_synced(void *arg)
 {
-	struct cpg_be *be = arg;
+    struct cpg_be *be = arg;
 
-	be->ls->member_id = clr_repl_my_inc(be->repl);
-	be->ls->our_slot = clr_repl_my_slot(be->repl);
-	be->frozen = false;
-	pthread_cond_broadcast(&be->ls->cond);
+    be->ls->member_id = clr_repl_my_inc(be->repl);
+    be->ls->our_slot = clr_repl_my_slot(be->repl);
+    be->frozen = false;
+    pthread_cond_broadcast(&be->ls->cond);
 }
 
 /* Drop all our locks and tell the engine to freeze (ls->mu held). */
 static void go_stale_locked(struct cpg_be *be)
 {
-	struct clr_ls_event ev = { .type = CLR_LS_EV_FREEZE };
+    struct clr_ls_event ev = { .type = CLR_LS_EV_FREEZE };
 
-	if (be->frozen)
-		return;
-	be->frozen = true;
-	clr_ls_fail_all_locked(be->ls, -ENOLCK);
-	clr_ls_event_locked(be->ls, &ev);
-	be->leave_pending = true;
-	be->need_join = true;
-	wake(be);
+    if (be->frozen)
+        return;
+    be->frozen = true;
+    clr_ls_fail_all_locked(be->ls, -ENOLCK);
+    clr_ls_event_locked(be->ls, &ev);
+    be->leave_pending = true;
+    be->need_join = true;
+    wake(be);
 }
 
 static void repl_stale(void *arg)
 {
-	go_stale_locked(arg);
+    go_stale_locked(arg);
 }
 
 static const struct clr_repl_ops repl_ops = {
-	.send = repl_send,
-	.effect = repl_effect,
-	.event = repl_event,
-	.synced = repl_synced,
-	.stale = repl_stale,
+    .send = repl_send,
+    .effect = repl_effect,
+    .event = repl_event,
+    .synced = repl_synced,
+    .stale = repl_stale,
 };
 
 /* ---- corosync callbacks (backend thread) ---- */
 
 static struct cpg_be *be_from_handle(cpg_handle_t h)
 {
-	void *ctx = NULL;
+    void *ctx = NULL;
 
-	cpg_context_get(h, &ctx);
-	return ctx;
+    cpg_context_get(h, &ctx);
+    return ctx;
 }
 
-static void cpg_deliver(cpg_handle_t h, const struct cpg_name *group,
-			uint32_t nodeid, uint32_t pid, void *msg, size_t len)
+static void cpg_deliver(cpg_handle_t h, const struct cpg_name *group, uint32_t nodeid, uint32_t pid,
+                        void *msg, size_t len)
 {
-	struct cpg_be *be = be_from_handle(h);
+    struct cpg_be *be = be_from_handle(h);
 
-	(void)group;
-	pthread_mutex_lock(&be->ls->mu);
-	clr_repl_deliver(be->repl, nodeid, pid, msg, len);
-	pthread_mutex_unlock(&be->ls->mu);
+    (void)group;
+    pthread_mutex_lock(&be->ls->mu);
+    clr_repl_deliver(be->repl, nodeid, pid, msg, len);
+    pthread_mutex_unlock(&be->ls->mu);
 }
 
-static void to_addrs(const struct cpg_address *in, size_t n,
-		     struct clr_repl_addr *out)
+static void to_addrs(const struct cpg_address *in, size_t n, struct clr_repl_addr *out)
 {
-	for (size_t i = 0; i < n; i++) {
-		out[i].nodeid = in[i].nodeid;
-		out[i].pid = in[i].pid;
-		out[i].reason = in[i].reason;
-	}
+    for (size_t i = 0; i < n; i++) {
+        out[i].nodeid = in[i].nodeid;
+        out[i].pid = in[i].pid;
+        out[i].reason = in[i].reason;
+    }
 }
 
-static void cpg_confchg(cpg_handle_t h, const struct cpg_name *group,
-			const struct cpg_address *members, size_t nm,
-			const struct cpg_address *left, size_t nl,
-			const struct cpg_address *joined, size_t nj)
+static void cpg_confchg(cpg_handle_t h, const struct cpg_name *group, const struct cpg_address *members,
+                        size_t nm, const struct cpg_address *left, size_t nl,
+                        const struct cpg_address *joined, size_t nj)
 {
-	struct cpg_be *be = be_from_handle(h);
-	struct clr_repl_addr *a = calloc(nm + nl + nj + 1, sizeof(*a));
+    struct cpg_be *be = be_from_handle(h);
+    struct clr_repl_addr *a = calloc(nm + nl + nj + 1, sizeof(*a));
 
-	(void)group;
-	if (!a)
-		return;
-	to_addrs(members, nm, a);
-	to_addrs(left, nl, a + nm);
-	to_addrs(joined, nj, a + nm + nl);
-	pthread_mutex_lock(&be->ls->mu);
-	for (size_t i = 0; i < nl; i++)
-		if (left[i].nodeid == be->nodeid && left[i].pid == be->pid)
-			be->left_seen = true;
-	clr_repl_confchg(be->repl, a, nm, a + nm, nl, a + nm + nl, nj);
-	pthread_cond_broadcast(&be->ls->cond);
-	pthread_mutex_unlock(&be->ls->mu);
-	free(a);
+    (void)group;
+    if (!a)
+        return;
+    to_addrs(members, nm, a);
+    to_addrs(left, nl, a + nm);
+    to_addrs(joined, nj, a + nm + nl);
+    pthread_mutex_lock(&be->ls->mu);
+    for (size_t i = 0; i < nl; i++)
+        if (left[i].nodeid == be->nodeid && left[i].pid == be->pid)
+            be->left_seen = true;
+    clr_repl_confchg(be->repl, a, nm, a + nm, nl, a + nm + nl, nj);
+    pthread_cond_broadcast(&be->ls->cond);
+    pthread_mutex_unlock(&be->ls->mu);
+    free(a);
 }
 
-static void quorum_notify(quorum_handle_t h, uint32_t quorate, uint64_t seq,
-			  uint32_t n, uint32_t *view)
+static void quorum_notify(quorum_handle_t h, uint32_t quorate, uint64_t seq, uint32_t n, uint32_t *view)
 {
-	void *ctx = NULL;
-	struct cpg_be *be;
+    void *ctx = NULL;
+    struct cpg_be *be;
 
-	(void)seq;
-	(void)n;
-	(void)view;
-	quorum_context_get(h, (const void **)&ctx);
-	be = ctx;
-	pthread_mutex_lock(&be->ls->mu);
-	if (be->quorate && !quorate && be->cpg_ok)
-		go_stale_locked(be); /* the other side may now take our locks */
-	be->quorate = quorate != 0;
-	pthread_mutex_unlock(&be->ls->mu);
+    (void)seq;
+    (void)n;
+    (void)view;
+    quorum_context_get(h, (const void **)&ctx);
+    be = ctx;
+    pthread_mutex_lock(&be->ls->mu);
+    if (be->quorate && !quorate && be->cpg_ok)
+        go_stale_locked(be); /* the other side may now take our locks */
+    be->quorate = quorate != 0;
+    pthread_mutex_unlock(&be->ls->mu);
 }
 
 static cpg_model_v1_data_t cpg_model = {
-	.model = CPG_MODEL_V1,
-	.cpg_deliver_fn = cpg_deliver,
-	.cpg_confchg_fn = cpg_confchg,
-	.cpg_totem_confchg_fn = NULL,
-	.flags = 0,
+    .model = CPG_MODEL_V1,
+    .cpg_deliver_fn = cpg_deliver,
+    .cpg_confchg_fn = cpg_confchg,
+    .cpg_totem_confchg_fn = NULL,
+    .flags = 0,
 };
 
 static quorum_callbacks_t quorum_cbs = { .quorum_notify_fn = quorum_notify };
@@ -291,465 +288,457 @@ static quorum_callbacks_t quorum_cbs = { .quorum_notify_fn = quorum_notify };
 
 static int do_join(struct cpg_be *be)
 {
-	cs_error_t err;
-	uint64_t deadline = clr_lock_now_ms() + 5000;
+    cs_error_t err;
+    uint64_t deadline = clr_lock_now_ms() + 5000;
 
-	if (!be->cpg_ok) {
-		err = cpg_model_initialize(&be->cpg, CPG_MODEL_V1,
-					   (cpg_model_data_t *)&cpg_model, be);
-		if (err != CS_OK)
-			return -ENOTCONN;
-		cpg_context_set(be->cpg, be);
-		pthread_mutex_lock(&be->send_mu);
-		be->cpg_ok = true;
-		pthread_mutex_unlock(&be->send_mu);
-	}
-	while ((err = cpg_join(be->cpg, &be->group)) == CS_ERR_TRY_AGAIN &&
-	       clr_lock_now_ms() < deadline)
-		usleep(1000);
-	return err == CS_OK ? 0 : -ENOTCONN;
+    if (!be->cpg_ok) {
+        err = cpg_model_initialize(&be->cpg, CPG_MODEL_V1, (cpg_model_data_t *)&cpg_model, be);
+        if (err != CS_OK)
+            return -ENOTCONN;
+        cpg_context_set(be->cpg, be);
+        pthread_mutex_lock(&be->send_mu);
+        be->cpg_ok = true;
+        pthread_mutex_unlock(&be->send_mu);
+    }
+    while ((err = cpg_join(be->cpg, &be->group)) == CS_ERR_TRY_AGAIN && clr_lock_now_ms() < deadline)
+        usleep(1000);
+    return err == CS_OK ? 0 : -ENOTCONN;
 }
 
 static void do_finalize(struct cpg_be *be)
 {
-	if (!be->cpg_ok)
-		return;
-	pthread_mutex_lock(&be->send_mu);
-	be->cpg_ok = false;
-	pthread_mutex_unlock(&be->send_mu);
-	cpg_finalize(be->cpg);
+    if (!be->cpg_ok)
+        return;
+    pthread_mutex_lock(&be->send_mu);
+    be->cpg_ok = false;
+    pthread_mutex_unlock(&be->send_mu);
+    cpg_finalize(be->cpg);
 }
 
 /* ---- backend thread ---- */
 
 static void *cpg_thread(void *arg)
 {
-	struct cpg_be *be = arg;
-	struct clr_ls *ls = be->ls;
+    struct cpg_be *be = arg;
+    struct clr_ls *ls = be->ls;
 
-	for (;;) {
-		struct pollfd pfd[3];
-		int n = 0, cfd = -1, qfd = -1, ci = -1, qi = -1;
-		bool stop, leave, join;
+    for (;;) {
+        struct pollfd pfd[3];
+        int n = 0, cfd = -1, qfd = -1, ci = -1, qi = -1;
+        bool stop, leave, join;
 
-		pthread_mutex_lock(&ls->mu);
-		stop = be->stop;
-		leave = be->leave_pending;
-		be->leave_pending = false;
-		join = be->need_join && be->quorate && !leave;
-		if (join)
-			be->need_join = false;
-		pthread_mutex_unlock(&ls->mu);
-		if (stop)
-			break;
-		if (leave) {
-			/* stale: forget all, come back as a new member */
-			if (be->cpg_ok)
-				cpg_leave(be->cpg, &be->group);
-			do_finalize(be);
-			pthread_mutex_lock(&ls->mu);
-			clr_repl_reset(be->repl);
-			pthread_mutex_unlock(&ls->mu);
-			continue;
-		}
-		if (join && do_join(be) != 0) {
-			pthread_mutex_lock(&ls->mu);
-			be->need_join = true;
-			pthread_mutex_unlock(&ls->mu);
-		}
-		flush_outbox(be);
+        pthread_mutex_lock(&ls->mu);
+        stop = be->stop;
+        leave = be->leave_pending;
+        be->leave_pending = false;
+        join = be->need_join && be->quorate && !leave;
+        if (join)
+            be->need_join = false;
+        pthread_mutex_unlock(&ls->mu);
+        if (stop)
+            break;
+        if (leave) {
+            /* stale: forget all, come back as a new member */
+            if (be->cpg_ok)
+                cpg_leave(be->cpg, &be->group);
+            do_finalize(be);
+            pthread_mutex_lock(&ls->mu);
+            clr_repl_reset(be->repl);
+            pthread_mutex_unlock(&ls->mu);
+            continue;
+        }
+        if (join && do_join(be) != 0) {
+            pthread_mutex_lock(&ls->mu);
+            be->need_join = true;
+            pthread_mutex_unlock(&ls->mu);
+        }
+        flush_outbox(be);
 
-		pfd[n].fd = be->wake_fd;
-		pfd[n++].events = POLLIN;
-		if (be->cpg_ok && cpg_fd_get(be->cpg, &cfd) == CS_OK) {
-			ci = n;
-			pfd[n].fd = cfd;
-			pfd[n++].events = POLLIN;
-		}
-		if (be->q_ok && quorum_fd_get(be->q, &qfd) == CS_OK) {
-			qi = n;
-			pfd[n].fd = qfd;
-			pfd[n++].events = POLLIN;
-		}
-		if (poll(pfd, (nfds_t)n, 200) <= 0)
-			continue;
-		if (pfd[0].revents) {
-			uint64_t v;
+        pfd[n].fd = be->wake_fd;
+        pfd[n++].events = POLLIN;
+        if (be->cpg_ok && cpg_fd_get(be->cpg, &cfd) == CS_OK) {
+            ci = n;
+            pfd[n].fd = cfd;
+            pfd[n++].events = POLLIN;
+        }
+        if (be->q_ok && quorum_fd_get(be->q, &qfd) == CS_OK) {
+            qi = n;
+            pfd[n].fd = qfd;
+            pfd[n++].events = POLLIN;
+        }
+        if (poll(pfd, (nfds_t)n, 200) <= 0)
+            continue;
+        if (pfd[0].revents) {
+            uint64_t v;
 
-			if (read(be->wake_fd, &v, sizeof(v)) < 0) {
-				/* EAGAIN: nothing to clear */
-			}
-		}
-		if (ci >= 0 && pfd[ci].revents) {
-			cs_error_t err = cpg_dispatch(be->cpg, CS_DISPATCH_ALL);
+            if (read(be->wake_fd, &v, sizeof(v)) < 0) {
+                /* EAGAIN: nothing to clear */
+            }
+        }
+        if (ci >= 0 && pfd[ci].revents) {
+            cs_error_t err = cpg_dispatch(be->cpg, CS_DISPATCH_ALL);
 
-			if (err != CS_OK && err != CS_ERR_TRY_AGAIN) {
-				/* corosync is gone: nothing we hold is safe */
-				pthread_mutex_lock(&ls->mu);
-				go_stale_locked(be);
-				pthread_mutex_unlock(&ls->mu);
-			}
-		}
-		if (qi >= 0 && pfd[qi].revents &&
-		    quorum_dispatch(be->q, CS_DISPATCH_ALL) != CS_OK) {
-			quorum_finalize(be->q);
-			be->q_ok = false;
-			pthread_mutex_lock(&ls->mu);
-			be->quorate = false;
-			go_stale_locked(be);
-			pthread_mutex_unlock(&ls->mu);
-		}
-		flush_outbox(be);
-	}
-	return NULL;
+            if (err != CS_OK && err != CS_ERR_TRY_AGAIN) {
+                /* corosync is gone: nothing we hold is safe */
+                pthread_mutex_lock(&ls->mu);
+                go_stale_locked(be);
+                pthread_mutex_unlock(&ls->mu);
+            }
+        }
+        if (qi >= 0 && pfd[qi].revents && quorum_dispatch(be->q, CS_DISPATCH_ALL) != CS_OK) {
+            quorum_finalize(be->q);
+            be->q_ok = false;
+            pthread_mutex_lock(&ls->mu);
+            be->quorate = false;
+            go_stale_locked(be);
+            pthread_mutex_unlock(&ls->mu);
+        }
+        flush_outbox(be);
+    }
+    return NULL;
 }
 
 /* ---- fence thread: confirm failed members through the fencer ---- */
 
 static struct fence_watch *watch_find(struct cpg_be *be, uint64_t inc)
 {
-	for (size_t i = 0; i < be->nwatch; i++)
-		if (be->watch[i].inc == inc)
-			return &be->watch[i];
-	return NULL;
+    for (size_t i = 0; i < be->nwatch; i++)
+        if (be->watch[i].inc == inc)
+            return &be->watch[i];
+    return NULL;
 }
 
 static void fence_round(struct cpg_be *be)
 {
-	struct clr_repl_member mem[FENCE_MAX_WATCH];
-	struct clr_ls *ls = be->ls;
-	size_t n, i, k;
-	uint64_t now = clr_lock_now_ms();
+    struct clr_repl_member mem[FENCE_MAX_WATCH];
+    struct clr_ls *ls = be->ls;
+    size_t n, i, k;
+    uint64_t now = clr_lock_now_ms();
 
-	pthread_mutex_lock(&ls->mu);
-	n = clr_repl_members(be->repl, mem, FENCE_MAX_WATCH);
-	if (n > FENCE_MAX_WATCH)
-		n = FENCE_MAX_WATCH;
-	pthread_mutex_unlock(&ls->mu);
-	/* forget confirmed ones, start watching new ones */
-	for (i = 0, k = 0; i < be->nwatch; i++) {
-		bool still = false;
+    pthread_mutex_lock(&ls->mu);
+    n = clr_repl_members(be->repl, mem, FENCE_MAX_WATCH);
+    if (n > FENCE_MAX_WATCH)
+        n = FENCE_MAX_WATCH;
+    pthread_mutex_unlock(&ls->mu);
+    /* forget confirmed ones, start watching new ones */
+    for (i = 0, k = 0; i < be->nwatch; i++) {
+        bool still = false;
 
-		for (size_t j = 0; j < n; j++)
-			still |= mem[j].inc == be->watch[i].inc &&
-				 mem[j].state == CLR_REPL_M_FAILED;
-		if (still)
-			be->watch[k++] = be->watch[i];
-	}
-	be->nwatch = k;
-	for (i = 0; i < n; i++) {
-		if (mem[i].state != CLR_REPL_M_FAILED || watch_find(be, mem[i].inc) ||
-		    be->nwatch >= FENCE_MAX_WATCH)
-			continue;
-		be->watch[be->nwatch++] = (struct fence_watch){
-			.inc = mem[i].inc, .nodeid = mem[i].nodeid,
-			.t0 = time(NULL), .start_ms = now,
-		};
-	}
-	for (i = 0; i < be->nwatch; i++) {
-		struct fence_watch *w = &be->watch[i];
-		time_t t;
+        for (size_t j = 0; j < n; j++)
+            still |= mem[j].inc == be->watch[i].inc && mem[j].state == CLR_REPL_M_FAILED;
+        if (still)
+            be->watch[k++] = be->watch[i];
+    }
+    be->nwatch = k;
+    for (i = 0; i < n; i++) {
+        if (mem[i].state != CLR_REPL_M_FAILED || watch_find(be, mem[i].inc) || be->nwatch >= FENCE_MAX_WATCH)
+            continue;
+        be->watch[be->nwatch++] = (struct fence_watch){
+            .inc = mem[i].inc,
+            .nodeid = mem[i].nodeid,
+            .t0 = time(NULL),
+            .start_ms = now,
+        };
+    }
+    for (i = 0; i < be->nwatch; i++) {
+        struct fence_watch *w = &be->watch[i];
+        time_t t;
 
-		if (w->last_confirm_ms && now - w->last_confirm_ms < 2000)
-			continue;
-		/* a fencing of that node after (or just before: clocks, second
-		 * granularity) we saw it go confirms it is dead */
-		t = stonith_api_time(w->nodeid, NULL, false);
-		if (t > 0 && t + 2 >= w->t0) {
-			uint8_t buf[CLR_REPL_MSG_HDR];
-			struct clr_repl_msg m = { .type = CLR_REPL_MSG_CONFIRM_DEAD,
-						  .arg = w->inc };
+        if (w->last_confirm_ms && now - w->last_confirm_ms < 2000)
+            continue;
+        /* a fencing of that node after (or just before: clocks, second
+         * granularity) we saw it go confirms it is dead */
+        t = stonith_api_time(w->nodeid, NULL, false);
+        if (t > 0 && t + 2 >= w->t0) {
+            uint8_t buf[CLR_REPL_MSG_HDR];
+            struct clr_repl_msg m = { .type = CLR_REPL_MSG_CONFIRM_DEAD, .arg = w->inc };
 
-			clr_repl_msg_encode(&m, buf, sizeof(buf));
-			be_send(be, buf, sizeof(buf));
-			w->last_confirm_ms = now;
-		} else if (!w->reported && now - w->start_ms >= ls->cfg.fence_timeout_ms) {
-			struct clr_ls_event ev = { .type = CLR_LS_EV_FENCE_TIMEOUT,
-						   .member = w->inc,
-						   .nodeid = w->nodeid };
+            clr_repl_msg_encode(&m, buf, sizeof(buf));
+            be_send(be, buf, sizeof(buf));
+            w->last_confirm_ms = now;
+        } else if (!w->reported && now - w->start_ms >= ls->cfg.fence_timeout_ms) {
+            struct clr_ls_event ev = { .type = CLR_LS_EV_FENCE_TIMEOUT,
+                                       .member = w->inc,
+                                       .nodeid = w->nodeid };
 
-			w->reported = true;
-			pthread_mutex_lock(&ls->mu);
-			clr_ls_event_locked(ls, &ev);
-			pthread_mutex_unlock(&ls->mu);
-		}
-	}
+            w->reported = true;
+            pthread_mutex_lock(&ls->mu);
+            clr_ls_event_locked(ls, &ev);
+            pthread_mutex_unlock(&ls->mu);
+        }
+    }
 }
 
 static void *fence_thread(void *arg)
 {
-	struct cpg_be *be = arg;
-	struct clr_ls *ls = be->ls;
+    struct cpg_be *be = arg;
+    struct clr_ls *ls = be->ls;
 
-	for (;;) {
-		struct timespec ts;
-		bool stop;
+    for (;;) {
+        struct timespec ts;
+        bool stop;
 
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += ls->cfg.fence_poll_ms / 1000;
-		ts.tv_nsec += (long)(ls->cfg.fence_poll_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_mutex_lock(&ls->mu);
-		if (!be->stop)
-			pthread_cond_timedwait(&be->fence_cond, &ls->mu, &ts);
-		stop = be->stop;
-		pthread_mutex_unlock(&ls->mu);
-		if (stop)
-			break;
-		fence_round(be);
-	}
-	return NULL;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += ls->cfg.fence_poll_ms / 1000;
+        ts.tv_nsec += (long)(ls->cfg.fence_poll_ms % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&ls->mu);
+        if (!be->stop)
+            pthread_cond_timedwait(&be->fence_cond, &ls->mu, &ts);
+        stop = be->stop;
+        pthread_mutex_unlock(&ls->mu);
+        if (stop)
+            break;
+        fence_round(be);
+    }
+    return NULL;
 }
 
 /* ---- backend ops ---- */
 
 static void be_free(struct cpg_be *be)
 {
-	struct clr_ls *ls = be->ls;
+    struct clr_ls *ls = be->ls;
 
-	pthread_mutex_lock(&ls->mu);
-	be->stop = true;
-	pthread_cond_broadcast(&ls->cond);
-	pthread_cond_broadcast(&be->fence_cond);
-	pthread_mutex_unlock(&ls->mu);
-	wake(be);
-	if (be->thread_running)
-		pthread_join(be->thread, NULL);
-	if (be->fence_running)
-		pthread_join(be->fence_thread, NULL);
-	do_finalize(be);
-	if (be->q_ok)
-		quorum_finalize(be->q);
-	while (be->out_head) {
-		struct outmsg *o = be->out_head;
+    pthread_mutex_lock(&ls->mu);
+    be->stop = true;
+    pthread_cond_broadcast(&ls->cond);
+    pthread_cond_broadcast(&be->fence_cond);
+    pthread_mutex_unlock(&ls->mu);
+    wake(be);
+    if (be->thread_running)
+        pthread_join(be->thread, NULL);
+    if (be->fence_running)
+        pthread_join(be->fence_thread, NULL);
+    do_finalize(be);
+    if (be->q_ok)
+        quorum_finalize(be->q);
+    while (be->out_head) {
+        struct outmsg *o = be->out_head;
 
-		be->out_head = o->next;
-		free(o);
-	}
-	clr_repl_free(be->repl);
-	close(be->wake_fd);
-	pthread_mutex_destroy(&be->send_mu);
-	pthread_cond_destroy(&be->fence_cond);
-	free(be);
-	ls->be = NULL;
+        be->out_head = o->next;
+        free(o);
+    }
+    clr_repl_free(be->repl);
+    close(be->wake_fd);
+    pthread_mutex_destroy(&be->send_mu);
+    pthread_cond_destroy(&be->fence_cond);
+    free(be);
+    ls->be = NULL;
 }
 
 static int cpg_open(struct clr_ls *ls, const struct clr_ls_config *cfg)
 {
-	struct cpg_be *be = calloc(1, sizeof(*be));
-	uint32_t qtype = 0;
-	unsigned int local = 0;
-	int quorate = 0, rc;
-	struct timespec ts;
+    struct cpg_be *be = calloc(1, sizeof(*be));
+    uint32_t qtype = 0;
+    unsigned int local = 0;
+    int quorate = 0, rc;
+    struct timespec ts;
 
-	if (!be)
-		return -ENOMEM;
-	if (strlen(CPG_GROUP_PREFIX) + strlen(cfg->name) >= CPG_MAX_NAME_LENGTH) {
-		free(be);
-		return -ENAMETOOLONG;
-	}
-	be->ls = ls;
-	ls->be = be;
-	pthread_mutex_init(&be->send_mu, NULL);
-	{
-		pthread_condattr_t ca;
+    if (!be)
+        return -ENOMEM;
+    if (strlen(CPG_GROUP_PREFIX) + strlen(cfg->name) >= CPG_MAX_NAME_LENGTH) {
+        free(be);
+        return -ENAMETOOLONG;
+    }
+    be->ls = ls;
+    ls->be = be;
+    pthread_mutex_init(&be->send_mu, NULL);
+    {
+        pthread_condattr_t ca;
 
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&be->fence_cond, &ca);
-		pthread_condattr_destroy(&ca);
-	}
-	be->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	be->group.length = (uint32_t)(strlen(CPG_GROUP_PREFIX) + strlen(cfg->name));
-	memcpy(be->group.value, CPG_GROUP_PREFIX, strlen(CPG_GROUP_PREFIX));
-	memcpy(be->group.value + strlen(CPG_GROUP_PREFIX), cfg->name, strlen(cfg->name));
-	be->pid = (uint32_t)getpid();
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&be->fence_cond, &ca);
+        pthread_condattr_destroy(&ca);
+    }
+    be->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    be->group.length = (uint32_t)(strlen(CPG_GROUP_PREFIX) + strlen(cfg->name));
+    memcpy(be->group.value, CPG_GROUP_PREFIX, strlen(CPG_GROUP_PREFIX));
+    memcpy(be->group.value + strlen(CPG_GROUP_PREFIX), cfg->name, strlen(cfg->name));
+    be->pid = (uint32_t)getpid();
 
-	if (cpg_model_initialize(&be->cpg, CPG_MODEL_V1,
-				 (cpg_model_data_t *)&cpg_model, be) != CS_OK) {
-		rc = -ENOTCONN;
-		goto fail;
-	}
-	cpg_context_set(be->cpg, be);
-	be->cpg_ok = true;
-	if (cpg_local_get(be->cpg, &local) != CS_OK) {
-		rc = -ENOTCONN;
-		goto fail;
-	}
-	be->nodeid = local;
-	if (quorum_initialize(&be->q, &quorum_cbs, &qtype) != CS_OK) {
-		rc = -ENOTCONN;
-		goto fail;
-	}
-	be->q_ok = true;
-	quorum_context_set(be->q, be);
-	quorum_getquorate(be->q, &quorate);
-	be->quorate = quorate != 0;
-	quorum_trackstart(be->q, CS_TRACK_CHANGES);
-	be->repl = clr_repl_new(be->nodeid, be->pid, &repl_ops, be);
-	if (!be->repl) {
-		rc = -ENOMEM;
-		goto fail;
-	}
-	be->need_join = true;
-	if (pthread_create(&be->thread, NULL, cpg_thread, be) != 0) {
-		rc = -EAGAIN;
-		goto fail;
-	}
-	be->thread_running = true;
-	if (pthread_create(&be->fence_thread, NULL, fence_thread, be) == 0)
-		be->fence_running = true;
+    if (cpg_model_initialize(&be->cpg, CPG_MODEL_V1, (cpg_model_data_t *)&cpg_model, be) != CS_OK) {
+        rc = -ENOTCONN;
+        goto fail;
+    }
+    cpg_context_set(be->cpg, be);
+    be->cpg_ok = true;
+    if (cpg_local_get(be->cpg, &local) != CS_OK) {
+        rc = -ENOTCONN;
+        goto fail;
+    }
+    be->nodeid = local;
+    if (quorum_initialize(&be->q, &quorum_cbs, &qtype) != CS_OK) {
+        rc = -ENOTCONN;
+        goto fail;
+    }
+    be->q_ok = true;
+    quorum_context_set(be->q, be);
+    quorum_getquorate(be->q, &quorate);
+    be->quorate = quorate != 0;
+    quorum_trackstart(be->q, CS_TRACK_CHANGES);
+    be->repl = clr_repl_new(be->nodeid, be->pid, &repl_ops, be);
+    if (!be->repl) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    be->need_join = true;
+    if (pthread_create(&be->thread, NULL, cpg_thread, be) != 0) {
+        rc = -EAGAIN;
+        goto fail;
+    }
+    be->thread_running = true;
+    if (pthread_create(&be->fence_thread, NULL, fence_thread, be) == 0)
+        be->fence_running = true;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += cfg->join_timeout_ms / 1000;
-	ts.tv_nsec += (long)(cfg->join_timeout_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&ls->mu);
-	while (!clr_repl_synced(be->repl))
-		if (pthread_cond_timedwait(&ls->cond, &ls->mu, &ts) == ETIMEDOUT)
-			break;
-	rc = clr_repl_synced(be->repl) ? 0 : -ETIMEDOUT;
-	pthread_mutex_unlock(&ls->mu);
-	if (rc)
-		goto fail;
-	return 0;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += cfg->join_timeout_ms / 1000;
+    ts.tv_nsec += (long)(cfg->join_timeout_ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&ls->mu);
+    while (!clr_repl_synced(be->repl))
+        if (pthread_cond_timedwait(&ls->cond, &ls->mu, &ts) == ETIMEDOUT)
+            break;
+    rc = clr_repl_synced(be->repl) ? 0 : -ETIMEDOUT;
+    pthread_mutex_unlock(&ls->mu);
+    if (rc)
+        goto fail;
+    return 0;
 fail:
-	be_free(be);
-	return rc;
+    be_free(be);
+    return rc;
 }
 
 static void cpg_close(struct clr_ls *ls)
 {
-	struct cpg_be *be = be_of(ls);
-	struct timespec ts;
+    struct cpg_be *be = be_of(ls);
+    struct timespec ts;
 
-	if (!be)
-		return;
-	/* A clean leave: the others release our locks without invalidating
-	 * LVBs.  Wait (bounded) until our leave is delivered, so every
-	 * message we sent before it has been applied everywhere. */
-	pthread_mutex_lock(&be->send_mu);
-	if (be->cpg_ok)
-		cpg_leave(be->cpg, &be->group);
-	pthread_mutex_unlock(&be->send_mu);
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += CPG_LEAVE_WAIT_MS / 1000;
-	pthread_mutex_lock(&ls->mu);
-	while (!be->left_seen && be->cpg_ok)
-		if (pthread_cond_timedwait(&ls->cond, &ls->mu, &ts) == ETIMEDOUT)
-			break;
-	pthread_mutex_unlock(&ls->mu);
-	be_free(be);
+    if (!be)
+        return;
+    /* A clean leave: the others release our locks without invalidating
+     * LVBs.  Wait (bounded) until our leave is delivered, so every
+     * message we sent before it has been applied everywhere. */
+    pthread_mutex_lock(&be->send_mu);
+    if (be->cpg_ok)
+        cpg_leave(be->cpg, &be->group);
+    pthread_mutex_unlock(&be->send_mu);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += CPG_LEAVE_WAIT_MS / 1000;
+    pthread_mutex_lock(&ls->mu);
+    while (!be->left_seen && be->cpg_ok)
+        if (pthread_cond_timedwait(&ls->cond, &ls->mu, &ts) == ETIMEDOUT)
+            break;
+    pthread_mutex_unlock(&ls->mu);
+    be_free(be);
 }
 
-static int send_op(struct clr_ls *ls, struct clr_lock *lk, uint8_t type,
-		   int mode, unsigned flags)
+static int send_op(struct clr_ls *ls, struct clr_lock *lk, uint8_t type, int mode, unsigned flags)
 {
-	struct cpg_be *be = be_of(ls);
-	struct clr_repl_msg m = { .type = type };
-	uint8_t buf[CLR_REPL_MSG_HDR + CLR_LOCK_NAME_MAX];
-	bool ok;
-	long len;
+    struct cpg_be *be = be_of(ls);
+    struct clr_repl_msg m = { .type = type };
+    uint8_t buf[CLR_REPL_MSG_HDR + CLR_LOCK_NAME_MAX];
+    bool ok;
+    long len;
 
-	pthread_mutex_lock(&ls->mu);
-	ok = be && !be->frozen && clr_repl_synced(be->repl);
-	pthread_mutex_unlock(&ls->mu);
-	if (!ok)
-		return -ENOLCK; /* frozen, or rejoining after a partition */
-	m.mode = mode;
-	m.flags = flags;
-	m.lkid = lk->lkid;
-	if (type == CLR_REPL_MSG_REQUEST) {
-		m.name = lk->name;
-		m.namelen = lk->namelen;
-	}
-	if (flags & CLR_LOCK_F_VALBLK) {
-		m.has_lvb = true;
-		memcpy(m.lvb, lk->lvb, CLR_LOCK_LVB_LEN);
-	}
-	len = clr_repl_msg_encode(&m, buf, sizeof(buf));
-	if (len < 0)
-		return (int)len;
-	return be_send(be, buf, (size_t)len);
+    pthread_mutex_lock(&ls->mu);
+    ok = be && !be->frozen && clr_repl_synced(be->repl);
+    pthread_mutex_unlock(&ls->mu);
+    if (!ok)
+        return -ENOLCK; /* frozen, or rejoining after a partition */
+    m.mode = mode;
+    m.flags = flags;
+    m.lkid = lk->lkid;
+    if (type == CLR_REPL_MSG_REQUEST) {
+        m.name = lk->name;
+        m.namelen = lk->namelen;
+    }
+    if (flags & CLR_LOCK_F_VALBLK) {
+        m.has_lvb = true;
+        memcpy(m.lvb, lk->lvb, CLR_LOCK_LVB_LEN);
+    }
+    len = clr_repl_msg_encode(&m, buf, sizeof(buf));
+    if (len < 0)
+        return (int)len;
+    return be_send(be, buf, (size_t)len);
 }
 
-static int cpg_request(struct clr_ls *ls, struct clr_lock *lk, int mode,
-		       unsigned flags)
+static int cpg_request(struct clr_ls *ls, struct clr_lock *lk, int mode, unsigned flags)
 {
-	return send_op(ls, lk, lk->grmode == CLR_LOCK_IV ? CLR_REPL_MSG_REQUEST
-							 : CLR_REPL_MSG_CONVERT,
-		       mode, flags);
+    return send_op(ls, lk, lk->grmode == CLR_LOCK_IV ? CLR_REPL_MSG_REQUEST : CLR_REPL_MSG_CONVERT, mode,
+                   flags);
 }
 
 static int cpg_unlock(struct clr_ls *ls, struct clr_lock *lk, unsigned flags)
 {
-	return send_op(ls, lk, CLR_REPL_MSG_UNLOCK, CLR_LOCK_IV, flags);
+    return send_op(ls, lk, CLR_REPL_MSG_UNLOCK, CLR_LOCK_IV, flags);
 }
 
 static int cpg_cancel(struct clr_ls *ls, struct clr_lock *lk)
 {
-	return send_op(ls, lk, CLR_REPL_MSG_CANCEL, CLR_LOCK_IV, 0);
+    return send_op(ls, lk, CLR_REPL_MSG_CANCEL, CLR_LOCK_IV, 0);
 }
 
 static int cpg_confirm_dead(struct clr_ls *ls, uint64_t member)
 {
-	struct cpg_be *be = be_of(ls);
-	struct clr_repl_member mem[FENCE_MAX_WATCH];
-	struct clr_repl_msg m = { .type = CLR_REPL_MSG_CONFIRM_DEAD, .arg = member };
-	uint8_t buf[CLR_REPL_MSG_HDR];
-	bool found = false;
-	size_t n;
+    struct cpg_be *be = be_of(ls);
+    struct clr_repl_member mem[FENCE_MAX_WATCH];
+    struct clr_repl_msg m = { .type = CLR_REPL_MSG_CONFIRM_DEAD, .arg = member };
+    uint8_t buf[CLR_REPL_MSG_HDR];
+    bool found = false;
+    size_t n;
 
-	pthread_mutex_lock(&ls->mu);
-	n = clr_repl_members(be->repl, mem, FENCE_MAX_WATCH);
-	pthread_mutex_unlock(&ls->mu);
-	for (size_t i = 0; i < n && i < FENCE_MAX_WATCH; i++)
-		found |= mem[i].inc == member && mem[i].state == CLR_REPL_M_FAILED;
-	if (!found)
-		return -ENOENT;
-	clr_repl_msg_encode(&m, buf, sizeof(buf));
-	return be_send(be, buf, sizeof(buf));
+    pthread_mutex_lock(&ls->mu);
+    n = clr_repl_members(be->repl, mem, FENCE_MAX_WATCH);
+    pthread_mutex_unlock(&ls->mu);
+    for (size_t i = 0; i < n && i < FENCE_MAX_WATCH; i++)
+        found |= mem[i].inc == member && mem[i].state == CLR_REPL_M_FAILED;
+    if (!found)
+        return -ENOENT;
+    clr_repl_msg_encode(&m, buf, sizeof(buf));
+    return be_send(be, buf, sizeof(buf));
 }
 
 static uint64_t cpg_digest(struct clr_ls *ls)
 {
-	uint64_t d;
+    uint64_t d;
 
-	pthread_mutex_lock(&ls->mu);
-	d = clr_repl_digest(be_of(ls)->repl);
-	pthread_mutex_unlock(&ls->mu);
-	return d;
+    pthread_mutex_lock(&ls->mu);
+    d = clr_repl_digest(be_of(ls)->repl);
+    pthread_mutex_unlock(&ls->mu);
+    return d;
 }
 
 static int cpg_member_count(struct clr_ls *ls)
 {
-	struct cpg_be *be = be_of(ls);
-	struct clr_repl_member mem[FENCE_MAX_WATCH];
-	size_t n;
-	int live = 0;
+    struct cpg_be *be = be_of(ls);
+    struct clr_repl_member mem[FENCE_MAX_WATCH];
+    size_t n;
+    int live = 0;
 
-	pthread_mutex_lock(&ls->mu);
-	n = clr_repl_members(be->repl, mem, FENCE_MAX_WATCH);
-	pthread_mutex_unlock(&ls->mu);
-	for (size_t i = 0; i < n && i < FENCE_MAX_WATCH; i++)
-		live += mem[i].state == CLR_REPL_M_LIVE;
-	return live;
+    pthread_mutex_lock(&ls->mu);
+    n = clr_repl_members(be->repl, mem, FENCE_MAX_WATCH);
+    pthread_mutex_unlock(&ls->mu);
+    for (size_t i = 0; i < n && i < FENCE_MAX_WATCH; i++)
+        live += mem[i].state == CLR_REPL_M_LIVE;
+    return live;
 }
 
 const struct clr_lock_backend_ops clr_lock_backend_cpg = {
-	.name = "cpg",
-	.open = cpg_open,
-	.close = cpg_close,
-	.request = cpg_request,
-	.unlock = cpg_unlock,
-	.cancel = cpg_cancel,
-	.confirm_dead = cpg_confirm_dead,
-	.digest = cpg_digest,
-	.member_count = cpg_member_count,
+    .name = "cpg",
+    .open = cpg_open,
+    .close = cpg_close,
+    .request = cpg_request,
+    .unlock = cpg_unlock,
+    .cancel = cpg_cancel,
+    .confirm_dead = cpg_confirm_dead,
+    .digest = cpg_digest,
+    .member_count = cpg_member_count,
 };

@@ -40,27 +40,27 @@
 
 /** CPG reasons (same values as corosync's cpg_reason_t). */
 enum clr_repl_reason {
-	CLR_REPL_JOIN = 1,
-	CLR_REPL_LEAVE = 2,
-	CLR_REPL_NODEDOWN = 3,
-	CLR_REPL_NODEUP = 4,
-	CLR_REPL_PROCDOWN = 5,
+    CLR_REPL_JOIN = 1,
+    CLR_REPL_LEAVE = 2,
+    CLR_REPL_NODEDOWN = 3,
+    CLR_REPL_NODEUP = 4,
+    CLR_REPL_PROCDOWN = 5,
 };
 
 /** One CPG member address. */
 struct clr_repl_addr {
-	uint32_t nodeid, pid, reason;
+    uint32_t nodeid, pid, reason;
 };
 
 /** Message types on the wire. */
 enum clr_repl_msg_type {
-	CLR_REPL_MSG_REQUEST = 1,
-	CLR_REPL_MSG_CONVERT,
-	CLR_REPL_MSG_UNLOCK,
-	CLR_REPL_MSG_CANCEL,
-	CLR_REPL_MSG_NEED_STATE,
-	CLR_REPL_MSG_STATE,
-	CLR_REPL_MSG_CONFIRM_DEAD,
+    CLR_REPL_MSG_REQUEST = 1,
+    CLR_REPL_MSG_CONVERT,
+    CLR_REPL_MSG_UNLOCK,
+    CLR_REPL_MSG_CANCEL,
+    CLR_REPL_MSG_NEED_STATE,
+    CLR_REPL_MSG_STATE,
+    CLR_REPL_MSG_CONFIRM_DEAD,
 };
 
 #define CLR_REPL_MSG_VERSION 1
@@ -69,18 +69,18 @@ enum clr_repl_msg_type {
 
 /** A decoded message.  name/payload point into the received buffer. */
 struct clr_repl_msg {
-	uint8_t type;
-	uint32_t flags;  /**< lock request flags */
-	int mode;
-	uint64_t lkid;
-	uint64_t arg;    /**< NEED_STATE/STATE: seq; CONFIRM_DEAD: member */
-	uint32_t target_nodeid, target_pid; /**< STATE: who it is for */
-	bool has_lvb;
-	uint8_t lvb[CLR_LOCK_LVB_LEN];
-	const char *name;
-	size_t namelen;
-	const uint8_t *payload;
-	size_t payload_len;
+    uint8_t type;
+    uint32_t flags; /**< lock request flags */
+    int mode;
+    uint64_t lkid;
+    uint64_t arg;                       /**< NEED_STATE/STATE: seq; CONFIRM_DEAD: member */
+    uint32_t target_nodeid, target_pid; /**< STATE: who it is for */
+    bool has_lvb;
+    uint8_t lvb[CLR_LOCK_LVB_LEN];
+    const char *name;
+    size_t namelen;
+    const uint8_t *payload;
+    size_t payload_len;
 };
 
 /** Bytes needed to encode @m. */
@@ -92,52 +92,49 @@ int clr_repl_msg_decode(struct clr_repl_msg *m, const uint8_t *buf, size_t len);
 
 /** Member states in the map. */
 enum clr_repl_mstate {
-	CLR_REPL_M_UNSYNCED = 1, /**< joined, waiting for state */
-	CLR_REPL_M_LIVE,         /**< synced member */
-	CLR_REPL_M_FAILED,       /**< lost, locks held until confirmed dead */
+    CLR_REPL_M_UNSYNCED = 1, /**< joined, waiting for state */
+    CLR_REPL_M_LIVE,         /**< synced member */
+    CLR_REPL_M_FAILED,       /**< lost, locks held until confirmed dead */
 };
 
 /** A member as the replicated map knows it. */
 struct clr_repl_member {
-	uint32_t nodeid, pid;
-	uint64_t inc;  /**< incarnation: the lock owner id, unique per join */
-	int slot;      /**< 1-based, lowest free at join */
-	enum clr_repl_mstate state;
+    uint32_t nodeid, pid;
+    uint64_t inc; /**< incarnation: the lock owner id, unique per join */
+    int slot;     /**< 1-based, lowest free at join */
+    enum clr_repl_mstate state;
 };
 
 /** Outputs of the state machine. */
 struct clr_repl_ops {
-	/** Multicast @len bytes in agreed order (may be deferred). */
-	void (*send)(void *arg, const uint8_t *buf, size_t len);
-	/** A lock-table effect for one of our locks. */
-	void (*effect)(void *arg, const struct clr_lt_effect *e);
-	/** A membership event for the engine. */
-	void (*event)(void *arg, const struct clr_ls_event *ev);
-	/** We are synced (first time, or after a rejoin). */
-	void (*synced)(void *arg);
-	/** We lost a partition merge: drop everything, leave, rejoin. */
-	void (*stale)(void *arg);
+    /** Multicast @len bytes in agreed order (may be deferred). */
+    void (*send)(void *arg, const uint8_t *buf, size_t len);
+    /** A lock-table effect for one of our locks. */
+    void (*effect)(void *arg, const struct clr_lt_effect *e);
+    /** A membership event for the engine. */
+    void (*event)(void *arg, const struct clr_ls_event *ev);
+    /** We are synced (first time, or after a rejoin). */
+    void (*synced)(void *arg);
+    /** We lost a partition merge: drop everything, leave, rejoin. */
+    void (*stale)(void *arg);
 };
 
 struct clr_repl;
 
 /** New replica for the process (nodeid, pid); not synced yet. */
-struct clr_repl *clr_repl_new(uint32_t nodeid, uint32_t pid,
-			      const struct clr_repl_ops *ops, void *arg);
+struct clr_repl *clr_repl_new(uint32_t nodeid, uint32_t pid, const struct clr_repl_ops *ops, void *arg);
 void clr_repl_free(struct clr_repl *r);
 
 /** Forget everything (after leaving the group): unsynced, empty table. */
 void clr_repl_reset(struct clr_repl *r);
 
 /** A configuration change, as delivered by CPG. */
-void clr_repl_confchg(struct clr_repl *r, const struct clr_repl_addr *members,
-		      size_t nmembers, const struct clr_repl_addr *left,
-		      size_t nleft, const struct clr_repl_addr *joined,
-		      size_t njoined);
+void clr_repl_confchg(struct clr_repl *r, const struct clr_repl_addr *members, size_t nmembers,
+                      const struct clr_repl_addr *left, size_t nleft, const struct clr_repl_addr *joined,
+                      size_t njoined);
 
 /** A message delivered by CPG from (nodeid, pid). */
-void clr_repl_deliver(struct clr_repl *r, uint32_t nodeid, uint32_t pid,
-		      const uint8_t *buf, size_t len);
+void clr_repl_deliver(struct clr_repl *r, uint32_t nodeid, uint32_t pid, const uint8_t *buf, size_t len);
 
 /** Do we have the state (may we submit lock operations)? */
 bool clr_repl_synced(const struct clr_repl *r);
@@ -146,8 +143,7 @@ uint64_t clr_repl_my_inc(const struct clr_repl *r);
 /** Our slot (valid when synced). */
 int clr_repl_my_slot(const struct clr_repl *r);
 /** The member map: up to @max entries copied, @return the count. */
-size_t clr_repl_members(const struct clr_repl *r, struct clr_repl_member *out,
-			size_t max);
+size_t clr_repl_members(const struct clr_repl *r, struct clr_repl_member *out, size_t max);
 /** The replica's lock table (read only). */
 const struct clr_lt *clr_repl_table(const struct clr_repl *r);
 /** Digest of the whole replicated state (map + table). */

@@ -17,31 +17,35 @@
 #include "lock/lock.h"
 
 enum clr_lt_effect_type {
-	CLR_LT_GRANTED = 1, /**< request or conversion granted */
-	CLR_LT_FAILED,      /**< refused: status -EAGAIN/-EDEADLK/-EINVAL/... */
-	CLR_LT_CANCELED,    /**< waiting request cancelled (status -ECANCELED) */
-	CLR_LT_UNLOCKED,    /**< lock released */
-	CLR_LT_BAST,        /**< holder blocks a waiter asking @mode */
+    CLR_LT_GRANTED = 1, /**< request or conversion granted */
+    CLR_LT_FAILED,      /**< refused: status -EAGAIN/-EDEADLK/-EINVAL/... */
+    CLR_LT_CANCELED,    /**< waiting request cancelled (status -ECANCELED) */
+    CLR_LT_UNLOCKED,    /**< lock released */
+    CLR_LT_BAST,        /**< holder blocks a waiter asking @mode */
 };
 
 /** One outcome of an operation, for the lock (owner, lkid). */
 struct clr_lt_effect {
-	enum clr_lt_effect_type type;
-	uint64_t owner;
-	uint64_t lkid;
-	int mode;         /**< GRANTED: new granted mode; FAILED/CANCELED:
-			   *   mode still granted (IV if none); BAST:
-			   *   the mode the waiter asks for */
-	int status;       /**< 0 or -errno */
-	unsigned sb_flags; /**< CLR_LOCK_SB_* on GRANTED */
-	bool has_lvb;     /**< GRANTED with VALBLK: lvb holds the resource LVB */
-	uint8_t lvb[CLR_LOCK_LVB_LEN];
+    enum clr_lt_effect_type type;
+    uint64_t owner;
+    uint64_t lkid;
+    int mode;          /**< GRANTED: new granted mode; FAILED/CANCELED:
+               *   mode still granted (IV if none); BAST:
+               *   the mode the waiter asks for */
+    int status;        /**< 0 or -errno */
+    unsigned sb_flags; /**< CLR_LOCK_SB_* on GRANTED */
+    bool has_lvb;      /**< GRANTED with VALBLK: lvb holds the resource LVB */
+    uint8_t lvb[CLR_LOCK_LVB_LEN];
 };
 
 typedef void (*clr_lt_emit_fn)(void *arg, const struct clr_lt_effect *e);
 
 /** Queue a lock sits on. */
-enum clr_lt_queue { CLR_LT_Q_GRANTED = 0, CLR_LT_Q_CONVERT, CLR_LT_Q_WAIT };
+enum clr_lt_queue {
+    CLR_LT_Q_GRANTED = 0,
+    CLR_LT_Q_CONVERT,
+    CLR_LT_Q_WAIT
+};
 
 struct clr_lt;
 
@@ -55,33 +59,29 @@ void clr_lt_free(struct clr_lt *lt);
  * @return 0 if applied (see effects), -EEXIST, -EINVAL (also emitted as
  *         FAILED so a remote requester learns it).
  */
-int clr_lt_request(struct clr_lt *lt, uint64_t owner, uint64_t lkid,
-		   const char *name, size_t namelen, int mode, unsigned flags,
-		   clr_lt_emit_fn emit, void *arg);
+int clr_lt_request(struct clr_lt *lt, uint64_t owner, uint64_t lkid, const char *name, size_t namelen,
+                   int mode, unsigned flags, clr_lt_emit_fn emit, void *arg);
 
 /**
  * Convert a granted lock to @mode.  @lvb (VALBLK) is what a PW/EX holder
  * writes back on down-conversion.
  * @return 0, -ENOENT, -EBUSY (already converting or waiting), -EINVAL.
  */
-int clr_lt_convert(struct clr_lt *lt, uint64_t owner, uint64_t lkid, int mode,
-		   unsigned flags, const uint8_t *lvb, clr_lt_emit_fn emit,
-		   void *arg);
+int clr_lt_convert(struct clr_lt *lt, uint64_t owner, uint64_t lkid, int mode, unsigned flags,
+                   const uint8_t *lvb, clr_lt_emit_fn emit, void *arg);
 
 /**
  * Release a granted lock; with VALBLK a PW/EX holder writes @lvb back.
  * @return 0, -ENOENT, -EBUSY (request still pending: cancel it first).
  */
-int clr_lt_unlock(struct clr_lt *lt, uint64_t owner, uint64_t lkid,
-		  unsigned flags, const uint8_t *lvb, clr_lt_emit_fn emit,
-		  void *arg);
+int clr_lt_unlock(struct clr_lt *lt, uint64_t owner, uint64_t lkid, unsigned flags, const uint8_t *lvb,
+                  clr_lt_emit_fn emit, void *arg);
 
 /**
  * Cancel a waiting request (removed) or conversion (back to granted mode).
  * @return 0, -ENOENT, -EBUSY (nothing pending: the grant won the race).
  */
-int clr_lt_cancel(struct clr_lt *lt, uint64_t owner, uint64_t lkid,
-		  clr_lt_emit_fn emit, void *arg);
+int clr_lt_cancel(struct clr_lt *lt, uint64_t owner, uint64_t lkid, clr_lt_emit_fn emit, void *arg);
 
 /**
  * Drop every lock of @owner (member left or confirmed dead).  With
@@ -89,16 +89,14 @@ int clr_lt_cancel(struct clr_lt *lt, uint64_t owner, uint64_t lkid,
  * valid.  Waiters are then granted as usual.
  * @return number of locks removed.
  */
-int clr_lt_remove_owner(struct clr_lt *lt, uint64_t owner, bool invalidate,
-			clr_lt_emit_fn emit, void *arg);
+int clr_lt_remove_owner(struct clr_lt *lt, uint64_t owner, bool invalidate, clr_lt_emit_fn emit, void *arg);
 
 /** Look a lock up.  @return 0 or -ENOENT. */
-int clr_lt_lock_info(const struct clr_lt *lt, uint64_t owner, uint64_t lkid,
-		     int *grmode, int *rqmode, enum clr_lt_queue *queue);
+int clr_lt_lock_info(const struct clr_lt *lt, uint64_t owner, uint64_t lkid, int *grmode, int *rqmode,
+                     enum clr_lt_queue *queue);
 
 /** Resource LVB and validity.  @return 0 or -ENOENT (no such resource). */
-int clr_lt_res_lvb(const struct clr_lt *lt, const char *name,
-		   uint8_t lvb[CLR_LOCK_LVB_LEN], bool *valid);
+int clr_lt_res_lvb(const struct clr_lt *lt, const char *name, uint8_t lvb[CLR_LOCK_LVB_LEN], bool *valid);
 
 /** Number of locks held or queued by @owner. */
 unsigned clr_lt_owner_locks(const struct clr_lt *lt, uint64_t owner);

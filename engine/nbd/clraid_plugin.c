@@ -130,14 +130,14 @@ static int clraid_config_complete(void)
     return 0;
 }
 
-#define clraid_config_help \
-    "name=NAME            (required) the array's name: run files and logs\n" \
-    "device=PATH          a member or spare; repeat for each\n" \
-    "devices=\"A B ...\"    members as one list\n" \
-    "run_dir=DIR          where NAME.ctl is created (default /run/clraid)\n" \
-    "lock=local           local: this node alone; cpg or dlm: join the cluster\n" \
-    "buffered=false       true: never use O_DIRECT on members\n" \
-    "skip_stale=false     true: leave stale/faulty members out, start degraded\n" \
+#define clraid_config_help                                                                                   \
+    "name=NAME            (required) the array's name: run files and logs\n"                                 \
+    "device=PATH          a member or spare; repeat for each\n"                                              \
+    "devices=\"A B ...\"    members as one list\n"                                                           \
+    "run_dir=DIR          where NAME.ctl is created (default /run/clraid)\n"                                 \
+    "lock=local           local: this node alone; cpg or dlm: join the cluster\n"                            \
+    "buffered=false       true: never use O_DIRECT on members\n"                                             \
+    "skip_stale=false     true: leave stale/faulty members out, start degraded\n"                            \
     "bitmap=normal        all-dirty: no bitmap flushes, full resync after a crash"
 
 static void clraid_dump_plugin(void)
@@ -152,7 +152,7 @@ static void clraid_dump_plugin(void)
  * --verbose; only debug needs CLRAID_NBDKIT_VERBOSE. */
 static void clraid_log(void *opaque, int prio, const char *msg)
 {
-    static const char *const level[] = { "emerg", "alert", "crit", "error",
+    static const char *const level[] = { "emerg",   "alert",  "crit", "error",
                                          "warning", "notice", "info", "debug" };
 
     (void)opaque;
@@ -249,8 +249,8 @@ static void clraid_cleanup(void)
         int rc = clr_array_stop(array);
 
         if (rc)
-            nbdkit_error("%s: clean stop failed: %s (the next start resyncs dirty regions)",
-                         name, strerror(-rc));
+            nbdkit_error("%s: clean stop failed: %s (the next start resyncs dirty regions)", name,
+                         strerror(-rc));
         running = false;
     }
 }
@@ -289,8 +289,7 @@ static uint32_t pow2_floor(uint32_t v)
  * three data chunks is not one: then preferred is the largest power of two
  * dividing the stripe (the chunk), so aligned requests of that size never
  * straddle stripes unevenly. */
-static int clraid_block_size(void *handle, uint32_t *minimum, uint32_t *preferred,
-                             uint32_t *maximum)
+static int clraid_block_size(void *handle, uint32_t *minimum, uint32_t *preferred, uint32_t *maximum)
 {
     uint32_t mn, pr, mx;
 
@@ -317,7 +316,7 @@ static int clraid_block_size(void *handle, uint32_t *minimum, uint32_t *preferre
 
 static int clraid_can_multi_conn(void *handle)
 {
-    return 1;   /* one array under all connections: a flush covers all */
+    return 1; /* one array under all connections: a flush covers all */
 }
 
 static int clraid_can_fua(void *handle)
@@ -342,8 +341,8 @@ static int clraid_can_zero(void *handle)
 
 static int clraid_fail(int rc, const char *op, uint32_t count, uint64_t offset)
 {
-    nbdkit_debug("%s: %s of %u bytes at %llu: %s", name, op, count,
-                 (unsigned long long)offset, strerror(-rc));
+    nbdkit_debug("%s: %s of %u bytes at %llu: %s", name, op, count, (unsigned long long)offset,
+                 strerror(-rc));
     nbdkit_set_error(-rc);
     return -1;
 }
@@ -361,8 +360,7 @@ static int clraid_pread(void *handle, void *buf, uint32_t count, uint64_t offset
     return rc ? clraid_fail(rc, "read", count, offset) : 0;
 }
 
-static int clraid_pwrite(void *handle, const void *buf, uint32_t count, uint64_t offset,
-                         uint32_t flags)
+static int clraid_pwrite(void *handle, const void *buf, uint32_t count, uint64_t offset, uint32_t flags)
 {
     int rc = clr_array_pwrite(array, buf, count, offset, write_flags(flags));
 

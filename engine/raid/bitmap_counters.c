@@ -8,23 +8,21 @@
 /* State word of one chunk: bits 0-15 pending writes, 16-23 idle sweeps,
  * bit 30 NEEDED (must be resynced before clearing), bit 31 DIRTY (the
  * bit is set on disk, or will be before any write under it). */
-#define ST_PENDING      0x0000ffffU
-#define ST_AGE_SHIFT    16
-#define ST_AGE          0x00ff0000U
-#define ST_NEEDED       0x40000000U
-#define ST_DIRTY        0x80000000U
+#define ST_PENDING   0x0000ffffU
+#define ST_AGE_SHIFT 16
+#define ST_AGE       0x00ff0000U
+#define ST_NEEDED    0x40000000U
+#define ST_DIRTY     0x80000000U
 
 static unsigned st_age(uint32_t s)
 {
     return (s & ST_AGE) >> ST_AGE_SHIFT;
 }
 
-int clr_bmc_init(struct clr_bmc *b, uint64_t sync_sectors, uint32_t chunk_sectors,
-                 unsigned idle_sweeps)
+int clr_bmc_init(struct clr_bmc *b, uint64_t sync_sectors, uint32_t chunk_sectors, unsigned idle_sweeps)
 {
     memset(b, 0, sizeof *b);
-    if (!sync_sectors || !chunk_sectors || (chunk_sectors & (chunk_sectors - 1)) ||
-        idle_sweeps > 255)
+    if (!sync_sectors || !chunk_sectors || (chunk_sectors & (chunk_sectors - 1)) || idle_sweeps > 255)
         return -EINVAL;
     b->sync_sectors = sync_sectors;
     b->chunk_sectors = chunk_sectors;
@@ -52,8 +50,7 @@ uint64_t clr_bmc_load(struct clr_bmc *b, const uint8_t *bits, size_t nbytes)
     return b->ndirty;
 }
 
-void clr_bmc_render(const struct clr_bmc *b, uint64_t first, uint64_t nbits,
-                    uint8_t *bits)
+void clr_bmc_render(const struct clr_bmc *b, uint64_t first, uint64_t nbits, uint8_t *bits)
 {
     memset(bits, 0, (nbits + 7) / 8);
     for (uint64_t i = 0; i < nbits; i++) {
@@ -64,8 +61,8 @@ void clr_bmc_render(const struct clr_bmc *b, uint64_t first, uint64_t nbits,
     }
 }
 
-int clr_bmc_chunks(const struct clr_bmc *b, uint64_t sector, uint64_t nsectors,
-                   uint64_t *first, uint64_t *last)
+int clr_bmc_chunks(const struct clr_bmc *b, uint64_t sector, uint64_t nsectors, uint64_t *first,
+                   uint64_t *last)
 {
     if (!nsectors || sector >= b->sync_sectors || nsectors > b->sync_sectors - sector)
         return -ERANGE;
@@ -74,8 +71,8 @@ int clr_bmc_chunks(const struct clr_bmc *b, uint64_t sector, uint64_t nsectors,
     return 0;
 }
 
-int clr_bmc_start_write(struct clr_bmc *b, uint64_t sector, uint64_t nsectors,
-                        uint64_t *first, uint64_t *last)
+int clr_bmc_start_write(struct clr_bmc *b, uint64_t sector, uint64_t nsectors, uint64_t *first,
+                        uint64_t *last)
 {
     uint64_t f, l;
     int newly = 0;
@@ -105,8 +102,7 @@ int clr_bmc_start_write(struct clr_bmc *b, uint64_t sector, uint64_t nsectors,
     return newly;
 }
 
-int clr_bmc_end_write(struct clr_bmc *b, uint64_t sector, uint64_t nsectors,
-                      bool success)
+int clr_bmc_end_write(struct clr_bmc *b, uint64_t sector, uint64_t nsectors, bool success)
 {
     uint64_t f, l;
     int rc = clr_bmc_chunks(b, sector, nsectors, &f, &l);
@@ -186,7 +182,7 @@ size_t clr_bmc_sweep(struct clr_bmc *b, uint64_t *cleared, size_t max)
             continue;
         }
         if (n == max)
-            continue;   /* ripe; cleared on a later pass */
+            continue; /* ripe; cleared on a later pass */
         b->state[c] = 0;
         b->ndirty--;
         cleared[n++] = c;

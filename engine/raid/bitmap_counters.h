@@ -31,23 +31,22 @@
 /** md clears a bit after two idle daemon passes (counter 2 -> 1 -> 0). */
 #define CLR_BMC_DEFAULT_IDLE_SWEEPS 2
 /** Writes that may be pending on one chunk at once (md: 14-bit counter). */
-#define CLR_BMC_MAX_PENDING         0xffffU
+#define CLR_BMC_MAX_PENDING 0xffffU
 
 struct clr_bmc {
-    uint64_t sync_sectors;      /* sectors the bitmap covers */
-    uint32_t chunk_sectors;     /* bitmap chunk, in sectors */
+    uint64_t sync_sectors;  /* sectors the bitmap covers */
+    uint32_t chunk_sectors; /* bitmap chunk, in sectors */
     uint64_t nchunks;
     unsigned idle_sweeps;
     bool degraded;
-    uint64_t ndirty;            /* chunks with DIRTY set */
-    uint32_t *state;            /* one word per chunk, see bitmap_counters.c */
+    uint64_t ndirty; /* chunks with DIRTY set */
+    uint32_t *state; /* one word per chunk, see bitmap_counters.c */
 };
 
 /** Sets up counters for a bitmap covering @sync_sectors with chunks of
  *  @chunk_sectors (a power of two), all clean. @idle_sweeps 0 means
  *  CLR_BMC_DEFAULT_IDLE_SWEEPS. Returns 0, -EINVAL or -ENOMEM. */
-int clr_bmc_init(struct clr_bmc *b, uint64_t sync_sectors, uint32_t chunk_sectors,
-                 unsigned idle_sweeps);
+int clr_bmc_init(struct clr_bmc *b, uint64_t sync_sectors, uint32_t chunk_sectors, unsigned idle_sweeps);
 
 /** Frees the counters. */
 void clr_bmc_free(struct clr_bmc *b);
@@ -61,13 +60,12 @@ uint64_t clr_bmc_load(struct clr_bmc *b, const uint8_t *bits, size_t nbytes);
 /** Writes the current on-disk image of chunks [@first, @first + @nbits)
  *  into @bits (md's bit order, ceil(@nbits/8) bytes, padding bits 0):
  *  what the engine writes to the bitmap page. */
-void clr_bmc_render(const struct clr_bmc *b, uint64_t first, uint64_t nbits,
-                    uint8_t *bits);
+void clr_bmc_render(const struct clr_bmc *b, uint64_t first, uint64_t nbits, uint8_t *bits);
 
 /** Chunks covering [@sector, @sector + @nsectors). Returns 0 or -ERANGE
  *  if the range is empty or leaves the bitmap. */
-int clr_bmc_chunks(const struct clr_bmc *b, uint64_t sector, uint64_t nsectors,
-                   uint64_t *first, uint64_t *last);
+int clr_bmc_chunks(const struct clr_bmc *b, uint64_t sector, uint64_t nsectors, uint64_t *first,
+                   uint64_t *last);
 
 /** A write to [@sector, +@nsectors) is about to be issued. Counts it as
  *  pending on every chunk it covers. Returns the number of chunks that
@@ -76,15 +74,14 @@ int clr_bmc_chunks(const struct clr_bmc *b, uint64_t sector, uint64_t nsectors,
  *  0 if all were already dirty, -EBUSY if a chunk already has
  *  CLR_BMC_MAX_PENDING writes (nothing changed: wait for one to end and
  *  retry), or -ERANGE. */
-int clr_bmc_start_write(struct clr_bmc *b, uint64_t sector, uint64_t nsectors,
-                        uint64_t *first, uint64_t *last);
+int clr_bmc_start_write(struct clr_bmc *b, uint64_t sector, uint64_t nsectors, uint64_t *first,
+                        uint64_t *last);
 
 /** The write started on the same range has completed on every leg
  *  (@success) or not. A failed write, or one ending while the array is
  *  degraded, marks its chunks NEEDED. Returns 0, or -ERANGE / -EINVAL if
  *  the range has no pending write (a caller bug). */
-int clr_bmc_end_write(struct clr_bmc *b, uint64_t sector, uint64_t nsectors,
-                      bool success);
+int clr_bmc_end_write(struct clr_bmc *b, uint64_t sector, uint64_t nsectors, bool success);
 
 /** Marks the array degraded or not. While degraded, no bit is cleared. */
 void clr_bmc_set_degraded(struct clr_bmc *b, bool degraded);

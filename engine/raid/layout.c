@@ -42,8 +42,7 @@ static int raid1_setup(struct clr_raid_geom *g, struct clr_err *e)
     return 0;
 }
 
-static int raid1_map(const struct clr_raid_geom *g, uint64_t ls,
-                     struct clr_raid_extent *x)
+static int raid1_map(const struct clr_raid_geom *g, uint64_t ls, struct clr_raid_extent *x)
 {
     x->lsector = ls;
     x->run = g->array_sectors - ls;
@@ -55,10 +54,9 @@ static int raid1_map(const struct clr_raid_geom *g, uint64_t ls,
     return 0;
 }
 
-static int raid1_unmap(const struct clr_raid_geom *g, uint32_t disk, uint64_t ds,
-                       struct clr_raid_phys *p)
+static int raid1_unmap(const struct clr_raid_geom *g, uint32_t disk, uint64_t ds, struct clr_raid_phys *p)
 {
-    (void)disk;     /* every member holds the same sectors */
+    (void)disk; /* every member holds the same sectors */
     if (ds < g->array_sectors) {
         p->role = CLR_RAID_ROLE_DATA;
         p->lsector = ds;
@@ -95,9 +93,7 @@ static int raid10_setup(struct clr_raid_geom *g, struct clr_err *e)
     int rc;
 
     if (g->layout >> 19)
-        return clr_err_set(e, -EINVAL,
-                           "raid10 layout 0x%x has unknown bits above bit 18",
-                           g->layout);
+        return clr_err_set(e, -EINVAL, "raid10 layout 0x%x has unknown bits above bit 18", g->layout);
     rc = check_chunk(g, e);
     if (rc)
         return rc;
@@ -113,16 +109,17 @@ static int raid10_setup(struct clr_raid_geom *g, struct clr_err *e)
         return clr_err_set(e, -EINVAL,
                            "raid10 layout 0x%x (offset, %u near copies) on %u "
                            "members overlaps copies; use a member count that is "
-                           "a multiple of %u", g->layout, nc, n, nc);
+                           "a multiple of %u",
+                           g->layout, nc, n, nc);
     g->near_copies = nc;
     g->far_copies = fc;
     g->copies = nc * fc;
     g->far_offset = (g->layout & CLR_RAID10_OFFSET) != 0;
     switch (CLR_RAID10_FARSET(g->layout)) {
-    case 0:     /* md's original layout */
+    case 0: /* md's original layout */
         g->far_set_size = n;
         break;
-    case 1:     /* md's first, buggy "improved" layout */
+    case 1: /* md's first, buggy "improved" layout */
         g->far_set_size = n / fc;
         /* With fewer disks in a far set than copies, md puts two copies
          * on one disk (it only warns); we refuse to run that. */
@@ -133,19 +130,17 @@ static int raid10_setup(struct clr_raid_geom *g, struct clr_err *e)
                                "the array with a standard layout",
                                g->layout, n);
         break;
-    case 2:     /* md's fixed "improved" layout */
+    case 2: /* md's fixed "improved" layout */
         g->far_set_size = fc * nc;
         break;
     default:
-        return clr_err_set(e, -EINVAL,
-                           "raid10 layout 0x%x has unknown far-set variant 3",
-                           g->layout);
+        return clr_err_set(e, -EINVAL, "raid10 layout 0x%x has unknown far-set variant 3", g->layout);
     }
 
     /* md's calc_sectors(): the member space the layout really uses, and
      * the distance between far copies. */
     uint64_t chunks = clr_raid10_size(g, g->dev_sectors) / g->chunk_sectors;
-    uint64_t used = (chunks * g->copies + n - 1) / n;   /* chunks per member */
+    uint64_t used = (chunks * g->copies + n - 1) / n; /* chunks per member */
 
     g->used_dev_sectors = used * g->chunk_sectors;
     g->stride = g->far_offset ? g->chunk_sectors : (used / fc) * g->chunk_sectors;
@@ -154,8 +149,7 @@ static int raid10_setup(struct clr_raid_geom *g, struct clr_err *e)
         return clr_err_set(e, -EINVAL,
                            "member size %llu sectors is too small for raid10 "
                            "layout 0x%x with %u-sector chunks",
-                           (unsigned long long)g->dev_sectors, g->layout,
-                           g->chunk_sectors);
+                           (unsigned long long)g->dev_sectors, g->layout, g->chunk_sectors);
     return 0;
 }
 
@@ -163,8 +157,7 @@ static int raid10_setup(struct clr_raid_geom *g, struct clr_err *e)
  * copies rotate by near_copies within the member's far set, and the last
  * set absorbs the members left over when raid_disks is not a multiple of
  * the set size. */
-static int raid10_map(const struct clr_raid_geom *g, uint64_t ls,
-                      struct clr_raid_extent *x)
+static int raid10_map(const struct clr_raid_geom *g, uint64_t ls, struct clr_raid_extent *x)
 {
     uint32_t n = g->raid_disks, nc = g->near_copies, fc = g->far_copies;
     uint32_t fss = g->far_set_size;
@@ -214,8 +207,7 @@ static int raid10_map(const struct clr_raid_geom *g, uint64_t ls,
 /* Mirrors md's raid10_find_virt, then confirms by mapping forward: the
  * inverse formula also yields numbers for padding sectors no logical
  * sector maps to. */
-static int raid10_unmap(const struct clr_raid_geom *g, uint32_t disk, uint64_t ds,
-                        struct clr_raid_phys *p)
+static int raid10_unmap(const struct clr_raid_geom *g, uint32_t disk, uint64_t ds, struct clr_raid_phys *p)
 {
     int64_t n = g->raid_disks, nc = g->near_copies, fss = g->far_set_size;
     int64_t set_start = (disk / fss) * fss;
@@ -300,15 +292,13 @@ static bool algo_valid(int level, uint32_t a)
     if (a <= CLR_RAID_ALGO_PARITY_N)
         return true;
     return level == CLR_RAID_LEVEL6 &&
-           ((a >= CLR_RAID_ALGO_ROTATING_ZERO_RESTART &&
-             a <= CLR_RAID_ALGO_ROTATING_N_CONTINUE) ||
+           ((a >= CLR_RAID_ALGO_ROTATING_ZERO_RESTART && a <= CLR_RAID_ALGO_ROTATING_N_CONTINUE) ||
             (a >= CLR_RAID_ALGO_LEFT_ASYMMETRIC_6 && a <= CLR_RAID_ALGO_PARITY_0_6));
 }
 
 static bool algo_is_ddf(uint32_t a)
 {
-    return a >= CLR_RAID_ALGO_ROTATING_ZERO_RESTART &&
-           a <= CLR_RAID_ALGO_ROTATING_N_CONTINUE;
+    return a >= CLR_RAID_ALGO_ROTATING_ZERO_RESTART && a <= CLR_RAID_ALGO_ROTATING_N_CONTINUE;
 }
 
 static int raid56_setup(struct clr_raid_geom *g, struct clr_err *e)
@@ -318,28 +308,26 @@ static int raid56_setup(struct clr_raid_geom *g, struct clr_err *e)
     int rc;
 
     if (!algo_valid(g->level, g->layout))
-        return clr_err_set(e, -EINVAL, "raid%d layout %u is not an md raid%d layout",
-                           g->level, g->layout, g->level);
+        return clr_err_set(e, -EINVAL, "raid%d layout %u is not an md raid%d layout", g->level, g->layout,
+                           g->level);
     rc = check_chunk(g, e);
     if (rc)
         return rc;
     if (g->raid_disks < min_disks)
-        return clr_err_set(e, -EINVAL, "raid%d needs at least %u members, got %u",
-                           g->level, min_disks, g->raid_disks);
+        return clr_err_set(e, -EINVAL, "raid%d needs at least %u members, got %u", g->level, min_disks,
+                           g->raid_disks);
     g->data_disks = g->raid_disks - parity;
     g->copies = 1;
     g->used_dev_sectors = g->dev_sectors / g->chunk_sectors * g->chunk_sectors;
     g->array_sectors = g->used_dev_sectors * g->data_disks;
     if (g->array_sectors == 0)
-        return clr_err_set(e, -EINVAL,
-                           "member size %llu sectors is smaller than one %u-sector chunk",
+        return clr_err_set(e, -EINVAL, "member size %llu sectors is smaller than one %u-sector chunk",
                            (unsigned long long)g->dev_sectors, g->chunk_sectors);
     return 0;
 }
 
 /* P and Q members of a stripe, as md's raid5_compute_sector picks them. */
-static void r56_parity(const struct clr_raid_geom *g, uint64_t stripe,
-                       uint32_t *pd, uint32_t *qd)
+static void r56_parity(const struct clr_raid_geom *g, uint64_t stripe, uint32_t *pd, uint32_t *qd)
 {
     uint32_t n = g->raid_disks, dd = g->data_disks;
     uint32_t r = (uint32_t)(stripe % n);
@@ -359,7 +347,7 @@ static void r56_parity(const struct clr_raid_geom *g, uint64_t stripe,
         case CLR_RAID_ALGO_PARITY_0:
             *pd = 0;
             break;
-        default:        /* PARITY_N */
+        default: /* PARITY_N */
             *pd = dd;
             break;
         }
@@ -409,7 +397,7 @@ static void r56_parity(const struct clr_raid_geom *g, uint64_t stripe,
         *pd = r6;
         *qd = n - 1;
         break;
-    default:            /* PARITY_0_6 */
+    default: /* PARITY_0_6 */
         *pd = 0;
         *qd = n - 1;
         break;
@@ -442,7 +430,7 @@ static uint32_t r56_data_disk(const struct clr_raid_geom *g, uint32_t pd, uint32
     case CLR_RAID_ALGO_ROTATING_ZERO_RESTART:
     case CLR_RAID_ALGO_ROTATING_N_RESTART:
         if (pd == n - 1)
-            return k + 1;           /* Q on disk 0 */
+            return k + 1; /* Q on disk 0 */
         return k >= pd ? k + 2 : k;
     case CLR_RAID_ALGO_LEFT_SYMMETRIC:
     case CLR_RAID_ALGO_RIGHT_SYMMETRIC:
@@ -459,7 +447,7 @@ static uint32_t r56_data_disk(const struct clr_raid_geom *g, uint32_t pd, uint32
     case CLR_RAID_ALGO_LEFT_SYMMETRIC_6:
     case CLR_RAID_ALGO_RIGHT_SYMMETRIC_6:
         return (pd + 1 + k) % (n - 1);
-    default:            /* PARITY_0_6 */
+    default: /* PARITY_0_6 */
         return k + 1;
     }
 }
@@ -511,13 +499,12 @@ static uint32_t r56_data_index(const struct clr_raid_geom *g, uint32_t pd, uint3
     case CLR_RAID_ALGO_LEFT_SYMMETRIC_6:
     case CLR_RAID_ALGO_RIGHT_SYMMETRIC_6:
         return (i < pd ? i + n - 1 : i) - (pd + 1);
-    default:            /* PARITY_0_6 */
+    default: /* PARITY_0_6 */
         return i - 1;
     }
 }
 
-int clr_raid_stripe_roles(const struct clr_raid_geom *g, uint64_t stripe,
-                          struct clr_raid_stripe *st)
+int clr_raid_stripe_roles(const struct clr_raid_geom *g, uint64_t stripe, struct clr_raid_stripe *st)
 {
     uint8_t slot_of[CLR_RAID_MAX_DISKS];
     uint32_t n = g->raid_disks;
@@ -529,7 +516,7 @@ int clr_raid_stripe_roles(const struct clr_raid_geom *g, uint64_t stripe,
     r56_parity(g, stripe, &st->pd, &st->qd);
     for (uint32_t k = 0; k < g->data_disks; k++) {
         st->data_disk[k] = r56_data_disk(g, st->pd, k);
-        st->qexp[k] = (uint8_t)k;   /* defined for RAID5 too: no Q there */
+        st->qexp[k] = (uint8_t)k; /* defined for RAID5 too: no Q there */
     }
     if (g->level != CLR_RAID_LEVEL6)
         return 0;
@@ -565,8 +552,7 @@ int clr_raid_stripe_block(const struct clr_raid_stripe *st, uint32_t disk)
     return -ENOENT;
 }
 
-static int raid56_map(const struct clr_raid_geom *g, uint64_t ls,
-                      struct clr_raid_extent *x)
+static int raid56_map(const struct clr_raid_geom *g, uint64_t ls, struct clr_raid_extent *x)
 {
     uint64_t chunk = ls / g->chunk_sectors;
     uint64_t off = ls % g->chunk_sectors;
@@ -583,8 +569,7 @@ static int raid56_map(const struct clr_raid_geom *g, uint64_t ls,
     return 0;
 }
 
-static int raid56_unmap(const struct clr_raid_geom *g, uint32_t disk, uint64_t ds,
-                        struct clr_raid_phys *p)
+static int raid56_unmap(const struct clr_raid_geom *g, uint32_t disk, uint64_t ds, struct clr_raid_phys *p)
 {
     uint64_t stripe = ds / g->chunk_sectors;
     uint32_t pd, qd;
@@ -600,8 +585,7 @@ static int raid56_unmap(const struct clr_raid_geom *g, uint32_t disk, uint64_t d
     } else {
         p->role = CLR_RAID_ROLE_DATA;
         p->data_index = r56_data_index(g, pd, disk);
-        p->lsector = (stripe * g->data_disks + p->data_index) * g->chunk_sectors +
-                     ds % g->chunk_sectors;
+        p->lsector = (stripe * g->data_disks + p->data_index) * g->chunk_sectors + ds % g->chunk_sectors;
     }
     return 0;
 }
@@ -620,17 +604,33 @@ static bool raid56_enough(const struct clr_raid_geom *g, const bool *failed)
 /* ------------------------------------------------------------------ */
 
 static const struct clr_raid_personality personalities[] = {
-    { .name = "raid1", .level = CLR_RAID_LEVEL1, .has_parity = false,
-      .setup = raid1_setup, .map = raid1_map, .unmap = raid1_unmap,
+    { .name = "raid1",
+      .level = CLR_RAID_LEVEL1,
+      .has_parity = false,
+      .setup = raid1_setup,
+      .map = raid1_map,
+      .unmap = raid1_unmap,
       .enough = raid1_enough },
-    { .name = "raid10", .level = CLR_RAID_LEVEL10, .has_parity = false,
-      .setup = raid10_setup, .map = raid10_map, .unmap = raid10_unmap,
+    { .name = "raid10",
+      .level = CLR_RAID_LEVEL10,
+      .has_parity = false,
+      .setup = raid10_setup,
+      .map = raid10_map,
+      .unmap = raid10_unmap,
       .enough = raid10_enough },
-    { .name = "raid5", .level = CLR_RAID_LEVEL5, .has_parity = true,
-      .setup = raid56_setup, .map = raid56_map, .unmap = raid56_unmap,
+    { .name = "raid5",
+      .level = CLR_RAID_LEVEL5,
+      .has_parity = true,
+      .setup = raid56_setup,
+      .map = raid56_map,
+      .unmap = raid56_unmap,
       .enough = raid56_enough },
-    { .name = "raid6", .level = CLR_RAID_LEVEL6, .has_parity = true,
-      .setup = raid56_setup, .map = raid56_map, .unmap = raid56_unmap,
+    { .name = "raid6",
+      .level = CLR_RAID_LEVEL6,
+      .has_parity = true,
+      .setup = raid56_setup,
+      .map = raid56_map,
+      .unmap = raid56_unmap,
       .enough = raid56_enough },
 };
 
@@ -642,9 +642,8 @@ const struct clr_raid_personality *clr_raid_personality_find(int level)
     return NULL;
 }
 
-int clr_raid_geom_init(struct clr_raid_geom *g, int level, uint32_t layout,
-                       uint32_t chunk_sectors, uint32_t raid_disks,
-                       uint64_t dev_sectors, struct clr_err *e)
+int clr_raid_geom_init(struct clr_raid_geom *g, int level, uint32_t layout, uint32_t chunk_sectors,
+                       uint32_t raid_disks, uint64_t dev_sectors, struct clr_err *e)
 {
     const struct clr_raid_personality *pers = clr_raid_personality_find(level);
 
@@ -657,10 +656,11 @@ int clr_raid_geom_init(struct clr_raid_geom *g, int level, uint32_t layout,
     if (!pers)
         return clr_err_set(e, -EOPNOTSUPP,
                            "md level %d is not supported (clraid runs raid1, "
-                           "raid10, raid5 and raid6)", level);
+                           "raid10, raid5 and raid6)",
+                           level);
     if (raid_disks > CLR_RAID_MAX_DISKS)
-        return clr_err_set(e, -EINVAL, "%u members is more than the %u clraid supports",
-                           raid_disks, CLR_RAID_MAX_DISKS);
+        return clr_err_set(e, -EINVAL, "%u members is more than the %u clraid supports", raid_disks,
+                           CLR_RAID_MAX_DISKS);
 
     int rc = pers->setup(g, e);
 
@@ -675,8 +675,7 @@ uint64_t clr_raid_array_sectors(const struct clr_raid_geom *g)
     return g->array_sectors;
 }
 
-int clr_raid_map(const struct clr_raid_geom *g, uint64_t lsector,
-                 struct clr_raid_extent *x)
+int clr_raid_map(const struct clr_raid_geom *g, uint64_t lsector, struct clr_raid_extent *x)
 {
     if (!g->pers)
         return -EINVAL;
@@ -687,8 +686,7 @@ int clr_raid_map(const struct clr_raid_geom *g, uint64_t lsector,
     return g->pers->map(g, lsector, x);
 }
 
-int clr_raid_unmap(const struct clr_raid_geom *g, uint32_t disk, uint64_t dsector,
-                   struct clr_raid_phys *p)
+int clr_raid_unmap(const struct clr_raid_geom *g, uint32_t disk, uint64_t dsector, struct clr_raid_phys *p)
 {
     if (!g->pers || disk >= g->raid_disks)
         return -EINVAL;
@@ -712,17 +710,16 @@ uint64_t clr_raid_stripe_sectors(const struct clr_raid_geom *g)
     }
 }
 
-bool clr_raid_is_full_stripes(const struct clr_raid_geom *g, uint64_t lsector,
-                              uint64_t nsectors)
+bool clr_raid_is_full_stripes(const struct clr_raid_geom *g, uint64_t lsector, uint64_t nsectors)
 {
     uint64_t ss = clr_raid_stripe_sectors(g);
 
-    return nsectors && ss && lsector % ss == 0 && nsectors % ss == 0 &&
-           lsector < g->array_sectors && nsectors <= g->array_sectors - lsector;
+    return nsectors && ss && lsector % ss == 0 && nsectors % ss == 0 && lsector < g->array_sectors &&
+           nsectors <= g->array_sectors - lsector;
 }
 
-int clr_raid_stripe_of(const struct clr_raid_geom *g, uint64_t lsector,
-                       uint64_t *stripe, uint64_t *first, uint64_t *nsectors)
+int clr_raid_stripe_of(const struct clr_raid_geom *g, uint64_t lsector, uint64_t *stripe, uint64_t *first,
+                       uint64_t *nsectors)
 {
     uint64_t ss;
 
@@ -737,8 +734,7 @@ int clr_raid_stripe_of(const struct clr_raid_geom *g, uint64_t lsector,
     return 0;
 }
 
-uint64_t clr_raid_chunk_piece(const struct clr_raid_geom *g, uint64_t lsector,
-                              uint64_t nsectors)
+uint64_t clr_raid_chunk_piece(const struct clr_raid_geom *g, uint64_t lsector, uint64_t nsectors)
 {
     uint64_t len;
 
@@ -750,8 +746,7 @@ uint64_t clr_raid_chunk_piece(const struct clr_raid_geom *g, uint64_t lsector,
     return len;
 }
 
-uint64_t clr_raid_stripe_piece(const struct clr_raid_geom *g, uint64_t lsector,
-                               uint64_t nsectors)
+uint64_t clr_raid_stripe_piece(const struct clr_raid_geom *g, uint64_t lsector, uint64_t nsectors)
 {
     uint64_t len;
 

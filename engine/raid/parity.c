@@ -79,8 +79,8 @@ static uint8_t qcoef(const uint8_t *qexp, unsigned k)
 }
 
 /* dst[r] = sum_k coef[r*k + j] * src[j], for @rows outputs. */
-static int gf_dot(unsigned k, unsigned rows, const uint8_t *coef, size_t len,
-                  void *const *src, void *const *dst)
+static int gf_dot(unsigned k, unsigned rows, const uint8_t *coef, size_t len, void *const *src,
+                  void *const *dst)
 {
     unsigned char *s[CLR_PARITY_MAX_DATA + 2], *d[2];
     unsigned char *tbls = malloc((size_t)32 * k * rows);
@@ -101,8 +101,7 @@ int clr_parity_xor_gen(unsigned ndata, size_t len, void *const *data, void *p)
 {
     void *v[CLR_PARITY_MAX_DATA + 1];
 
-    if (!ndata || ndata > CLR_PARITY_MAX_DATA || !len_ok(len) ||
-        !bufs_ok(ndata, data) || !buf_ok(p))
+    if (!ndata || ndata > CLR_PARITY_MAX_DATA || !len_ok(len) || !bufs_ok(ndata, data) || !buf_ok(p))
         return -EINVAL;
     if (ndata == 1) {
         memcpy(p, data[0], len);
@@ -117,34 +116,31 @@ int clr_parity_xor_check(unsigned ndata, size_t len, void *const *data, const vo
 {
     void *v[CLR_PARITY_MAX_DATA + 1];
 
-    if (!ndata || ndata > CLR_PARITY_MAX_DATA || !len_ok(len) ||
-        !bufs_ok(ndata, data) || !buf_ok(p))
+    if (!ndata || ndata > CLR_PARITY_MAX_DATA || !len_ok(len) || !bufs_ok(ndata, data) || !buf_ok(p))
         return -EINVAL;
     if (ndata == 1)
         return memcmp(data[0], p, len) ? -EBADMSG : 0;
     memcpy(v, data, ndata * sizeof *v);
-    v[ndata] = (void *)p;       /* ISA-L only reads */
+    v[ndata] = (void *)p; /* ISA-L only reads */
     return xor_check((int)ndata + 1, (int)len, v) ? -EBADMSG : 0;
 }
 
-static int pq_args_ok(unsigned ndata, size_t len, void *const *data,
-                      const uint8_t *qexp, const void *p, const void *q)
+static int pq_args_ok(unsigned ndata, size_t len, void *const *data, const uint8_t *qexp, const void *p,
+                      const void *q)
 {
-    return ndata && ndata <= CLR_PARITY_MAX_DATA && len_ok(len) &&
-           bufs_ok(ndata, data) && buf_ok(p) && buf_ok(q) && qexp_ok(ndata, qexp);
+    return ndata && ndata <= CLR_PARITY_MAX_DATA && len_ok(len) && bufs_ok(ndata, data) && buf_ok(p) &&
+           buf_ok(q) && qexp_ok(ndata, qexp);
 }
 
 /* ISA-L takes the data in coefficient order: slot i gets g^i. */
-static void order_by_slot(unsigned ndata, void *const *data, const uint8_t *qexp,
-                          void **v)
+static void order_by_slot(unsigned ndata, void *const *data, const uint8_t *qexp, void **v)
 {
     for (unsigned k = 0; k < ndata; k++)
         v[qexp ? qexp[k] : k] = data[k];
 }
 
 /* P and Q through the general GF dot product (any coefficients). */
-static int pq_dot(unsigned ndata, size_t len, void *const *data,
-                  const uint8_t *qexp, void *p, void *q)
+static int pq_dot(unsigned ndata, size_t len, void *const *data, const uint8_t *qexp, void *p, void *q)
 {
     uint8_t coef[2 * CLR_PARITY_MAX_DATA];
     void *dst[2] = { p, q };
@@ -156,8 +152,7 @@ static int pq_dot(unsigned ndata, size_t len, void *const *data,
     return gf_dot(ndata, 2, coef, len, data, dst);
 }
 
-int clr_parity_pq_gen(unsigned ndata, size_t len, void *const *data,
-                      const uint8_t *qexp, void *p, void *q)
+int clr_parity_pq_gen(unsigned ndata, size_t len, void *const *data, const uint8_t *qexp, void *p, void *q)
 {
     void *v[CLR_PARITY_MAX_DATA + 2];
 
@@ -171,8 +166,8 @@ int clr_parity_pq_gen(unsigned ndata, size_t len, void *const *data,
     return pq_gen((int)ndata + 2, (int)len, v) ? -EINVAL : 0;
 }
 
-int clr_parity_pq_check(unsigned ndata, size_t len, void *const *data,
-                        const uint8_t *qexp, const void *p, const void *q)
+int clr_parity_pq_check(unsigned ndata, size_t len, void *const *data, const uint8_t *qexp, const void *p,
+                        const void *q)
 {
     void *v[CLR_PARITY_MAX_DATA + 2];
     int rc;
@@ -181,7 +176,7 @@ int clr_parity_pq_check(unsigned ndata, size_t len, void *const *data,
         return -EINVAL;
     if (qexp_dense(ndata, qexp) && ndata >= 2) {
         order_by_slot(ndata, data, qexp, v);
-        v[ndata] = (void *)p;   /* ISA-L only reads */
+        v[ndata] = (void *)p; /* ISA-L only reads */
         v[ndata + 1] = (void *)q;
         return pq_check((int)ndata + 2, (int)len, v) ? -EBADMSG : 0;
     }
@@ -208,14 +203,13 @@ static void xor2_into(size_t len, const void *a, const void *b, void *dst)
         d[i] ^= x[i] ^ y[i];
 }
 
-int clr_parity_rmw(unsigned nchanged, size_t len, void *const *olddata,
-                   void *const *newdata, const uint8_t *qexp, void *p, void *q)
+int clr_parity_rmw(unsigned nchanged, size_t len, void *const *olddata, void *const *newdata,
+                   const uint8_t *qexp, void *p, void *q)
 {
     unsigned char tbl[32];
 
-    if (!nchanged || nchanged > CLR_PARITY_MAX_DATA || !len_ok(len) ||
-        !bufs_ok(nchanged, olddata) || !bufs_ok(nchanged, newdata) || !buf_ok(p) ||
-        (q && !buf_ok(q)) || !qexp_ok(nchanged, qexp))
+    if (!nchanged || nchanged > CLR_PARITY_MAX_DATA || !len_ok(len) || !bufs_ok(nchanged, olddata) ||
+        !bufs_ok(nchanged, newdata) || !buf_ok(p) || (q && !buf_ok(q)) || !qexp_ok(nchanged, qexp))
         return -EINVAL;
     for (unsigned i = 0; i < nchanged; i++) {
         xor2_into(len, olddata[i], newdata[i], p);
@@ -231,8 +225,7 @@ int clr_parity_rmw(unsigned nchanged, size_t len, void *const *olddata,
     return 0;
 }
 
-int clr_parity_raid5_recover(unsigned ndata, size_t len, void *const *blocks,
-                             unsigned lost)
+int clr_parity_raid5_recover(unsigned ndata, size_t len, void *const *blocks, unsigned lost)
 {
     void *src[CLR_PARITY_MAX_DATA];
     unsigned n = 0;
@@ -263,8 +256,8 @@ static void code_row(unsigned ndata, const uint8_t *qexp, unsigned b, uint8_t *r
 /* Any other loss pattern: pick ndata surviving blocks (data first, then
  * P, then Q), invert their code rows, and express each lost block as a
  * GF combination of the survivors; one ISA-L pass writes them all. */
-static int raid6_solve(unsigned ndata, size_t len, void *const *blocks,
-                       const uint8_t *qexp, unsigned nlost, const unsigned *lost)
+static int raid6_solve(unsigned ndata, size_t len, void *const *blocks, const uint8_t *qexp, unsigned nlost,
+                       const unsigned *lost)
 {
     size_t kk = (size_t)ndata * ndata;
     uint8_t *a = malloc(2 * kk + (size_t)nlost * ndata);
@@ -304,15 +297,13 @@ static int raid6_solve(unsigned ndata, size_t len, void *const *blocks,
     return rc;
 }
 
-int clr_parity_raid6_recover(unsigned ndata, size_t len, void *const *blocks,
-                             const uint8_t *qexp, unsigned nlost,
-                             const unsigned *lost)
+int clr_parity_raid6_recover(unsigned ndata, size_t len, void *const *blocks, const uint8_t *qexp,
+                             unsigned nlost, const unsigned *lost)
 {
     unsigned pidx = ndata, qidx = ndata + 1;
 
-    if (!ndata || ndata > CLR_PARITY_MAX_DATA || !len_ok(len) ||
-        !bufs_ok(ndata + 2, blocks) || !qexp_ok(ndata, qexp) ||
-        nlost < 1 || nlost > 2 || !lost)
+    if (!ndata || ndata > CLR_PARITY_MAX_DATA || !len_ok(len) || !bufs_ok(ndata + 2, blocks) ||
+        !qexp_ok(ndata, qexp) || nlost < 1 || nlost > 2 || !lost)
         return -EINVAL;
     for (unsigned l = 0; l < nlost; l++)
         if (lost[l] > qidx)
@@ -324,8 +315,7 @@ int clr_parity_raid6_recover(unsigned ndata, size_t len, void *const *blocks,
     if (nlost == 1 && lost[0] != qidx)
         return clr_parity_raid5_recover(ndata, len, blocks, lost[0]);
     /* Both parities: recompute them. */
-    if (nlost == 2 && (lost[0] == pidx || lost[0] == qidx) &&
-        (lost[1] == pidx || lost[1] == qidx))
+    if (nlost == 2 && (lost[0] == pidx || lost[0] == qidx) && (lost[1] == pidx || lost[1] == qidx))
         return clr_parity_pq_gen(ndata, len, blocks, qexp, blocks[pidx], blocks[qidx]);
     return raid6_solve(ndata, len, blocks, qexp, nlost, lost);
 }

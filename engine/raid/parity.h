@@ -22,7 +22,7 @@
 #define CLR_PARITY_ALIGN        64
 #define CLR_PARITY_LEN_MULTIPLE 64
 /** Most data blocks in one stripe (RAID6 needs distinct g^i, i < 255). */
-#define CLR_PARITY_MAX_DATA     253
+#define CLR_PARITY_MAX_DATA 253
 
 /** Multiplies in GF(2^8) with md's polynomial 0x11d. */
 uint8_t clr_gf_mul(uint8_t a, uint8_t b);
@@ -41,13 +41,12 @@ int clr_parity_xor_check(unsigned ndata, size_t len, void *const *data, const vo
  *  permutation of 0..ndata-1, md's own layouts) runs ISA-L's pq_gen;
  *  sparse qexp (DDF layouts) runs the general GF dot product. Returns 0,
  *  -EINVAL or -ENOMEM. */
-int clr_parity_pq_gen(unsigned ndata, size_t len, void *const *data,
-                      const uint8_t *qexp, void *p, void *q);
+int clr_parity_pq_gen(unsigned ndata, size_t len, void *const *data, const uint8_t *qexp, void *p, void *q);
 
 /** 0 if @p and @q match @data, -EBADMSG if either does not, -EINVAL,
  *  -ENOMEM. */
-int clr_parity_pq_check(unsigned ndata, size_t len, void *const *data,
-                        const uint8_t *qexp, const void *p, const void *q);
+int clr_parity_pq_check(unsigned ndata, size_t len, void *const *data, const uint8_t *qexp, const void *p,
+                        const void *q);
 
 /** Read-modify-write update of parity for @nchanged data blocks replaced
  *  in place: for each i, @olddata[i] is the block's previous content and
@@ -56,21 +55,19 @@ int clr_parity_pq_check(unsigned ndata, size_t len, void *const *data,
  *  if @q is not NULL (RAID6), Q ^= g^qexp (old ^ new). Costs two reads per
  *  changed block instead of reading the whole stripe. Returns 0 or
  *  -EINVAL. */
-int clr_parity_rmw(unsigned nchanged, size_t len, void *const *olddata,
-                   void *const *newdata, const uint8_t *qexp, void *p, void *q);
+int clr_parity_rmw(unsigned nchanged, size_t len, void *const *olddata, void *const *newdata,
+                   const uint8_t *qexp, void *p, void *q);
 
 /** RAID5 stripe: @blocks[0..ndata-1] the data, @blocks[ndata] P. Rebuilds
  *  block @lost (data or P) in place from the others. Returns 0 or
  *  -EINVAL. */
-int clr_parity_raid5_recover(unsigned ndata, size_t len, void *const *blocks,
-                             unsigned lost);
+int clr_parity_raid5_recover(unsigned ndata, size_t len, void *const *blocks, unsigned lost);
 
 /** RAID6 stripe: @blocks[0..ndata-1] the data (@ndata >= 1), @blocks[ndata]
  *  P, @blocks[ndata+1] Q. Rebuilds the @nlost (1 or 2) blocks whose
  *  indices are in @lost, in place, from the others: any one or two of
  *  data, P and Q. Returns 0, -EINVAL or -ENOMEM. */
-int clr_parity_raid6_recover(unsigned ndata, size_t len, void *const *blocks,
-                             const uint8_t *qexp, unsigned nlost,
-                             const unsigned *lost);
+int clr_parity_raid6_recover(unsigned ndata, size_t len, void *const *blocks, const uint8_t *qexp,
+                             unsigned nlost, const unsigned *lost);
 
 #endif

@@ -92,9 +92,8 @@ static inline void pread_all(const char *path, void *buf, size_t len, uint64_t o
  * node slot's bitmap region and each member's superblock (random device
  * UUIDs).  @plan (may be NULL) and *@data_offset (sectors, may be NULL)
  * tell the result. */
-static void tl_write_members(struct clr_create_params *p, char (*path)[TL_PATH_MAX],
-                             unsigned ndev, uint64_t bytes, struct clr_create_plan *plan,
-                             uint64_t *data_offset)
+static void tl_write_members(struct clr_create_params *p, char (*path)[TL_PATH_MAX], unsigned ndev,
+                             uint64_t bytes, struct clr_create_plan *plan, uint64_t *data_offset)
 {
     struct clr_create_params chk = *p;
     struct clr_create_plan pl;

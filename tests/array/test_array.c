@@ -28,16 +28,16 @@
 
 #include "array_testlib.h"
 
-#define MAXD 8
+#define MAXD      8
 #define DEV_BYTES (24ull << 20)
 
 struct tarr {
     char dir[256];
     char path[MAXD][TL_PATH_MAX];
     const char *devs[MAXD];
-    unsigned n;                 /* files created */
-    unsigned ndev;              /* files in the array at create */
-    uint32_t bm_chunk;          /* bytes */
+    unsigned n;        /* files created */
+    unsigned ndev;     /* files in the array at create */
+    uint32_t bm_chunk; /* bytes */
 };
 
 static void quiet_log(void *o, int prio, const char *msg)
@@ -96,7 +96,7 @@ static uint32_t def_layout(int level)
 }
 
 static uint32_t g_speed_max = 10000000;
-static uint32_t g_bitmap_sleep_ms = 100;   /* bitmap daemon period for start() */
+static uint32_t g_bitmap_sleep_ms = 100; /* bitmap daemon period for start() */
 
 static struct clr_array_config cfg_for(struct tarr *t, const char *const *devs, unsigned n)
 {
@@ -177,7 +177,7 @@ static void random_io(struct clr_array *a, uint8_t *shadow, uint64_t size, unsig
     uint8_t *mem = aligned_alloc(4096, (1 << 20) + 4096), *buf;
 
     for (unsigned r = 0; r < rounds; r++) {
-        buf = mem + (r % 2 ? 0 : 8);    /* aligned: no bounce buffer */
+        buf = mem + (r % 2 ? 0 : 8); /* aligned: no bounce buffer */
         uint32_t len = (uint32_t)(rand() % 3 == 0 ? (rand() % 8 + 1) * 4096 : rand() % 300000 + 1);
         uint64_t off = ((uint64_t)rand() * 4096 + (uint64_t)rand()) % (size - len);
 
@@ -236,13 +236,13 @@ static void rw_level(int level, uint32_t layout, bool lset, unsigned nd, uint32_
 
     make_array(&t, nd, level, layout, lset, nd, 0, chunk_kib, 1024, false);
     a = start(&t, t.devs, nd);
-    wait_idle(a);       /* initial resync */
+    wait_idle(a); /* initial resync */
     assert_int_equal(status_int(a, "bitmap", "dirty_chunks") > 0 || true, 1);
     size = clr_array_size(a);
-    shadow = calloc(1, size);       /* members start zeroed */
+    shadow = calloc(1, size); /* members start zeroed */
     verify_all(a, shadow, size);
     random_io(a, shadow, size, 120);
-    {   /* a full-size aligned write: full stripes for parity levels */
+    { /* a full-size aligned write: full stripes for parity levels */
         uint32_t len = 3u << 20;
 
         for (uint32_t i = 0; i < len; i++)
@@ -251,7 +251,7 @@ static void rw_level(int level, uint32_t layout, bool lset, unsigned nd, uint32_
         assert_int_equal(clr_array_zero(a, 70000, 5000000, 0), 0);
         memset(shadow + 5000000, 0, 70000);
     }
-    if (size > (41u << 20)) {   /* above the 32 MiB split, not aligned */
+    if (size > (41u << 20)) { /* above the 32 MiB split, not aligned */
         uint32_t len = 40u << 20;
 
         for (uint32_t i = 0; i < len; i++)
@@ -275,7 +275,7 @@ static void rw_level(int level, uint32_t layout, bool lset, unsigned nd, uint32_
         struct clr_md_sb sb;
 
         read_sb(t.path[i], &sb);
-        assert_true(sb.resync_offset == CLR_MD_MAX_SECTOR);     /* clean */
+        assert_true(sb.resync_offset == CLR_MD_MAX_SECTOR); /* clean */
     }
     a = start(&t, t.devs, nd);
     wait_idle(a);
@@ -287,13 +287,34 @@ static void rw_level(int level, uint32_t layout, bool lset, unsigned nd, uint32_
     rmfiles(&t);
 }
 
-static void test_rw_raid1(void **s) { rw_level(1, 0, false, 2, 0); }
-static void test_rw_raid10_n2(void **s) { rw_level(10, CLR_RAID10_LAYOUT(2, 1, 0), true, 4, 64); }
-static void test_rw_raid10_f2(void **s) { rw_level(10, CLR_RAID10_LAYOUT(1, 2, 0), true, 3, 64); }
-static void test_rw_raid10_o2(void **s) { rw_level(10, CLR_RAID10_LAYOUT(1, 2, 1), true, 3, 64); }
-static void test_rw_raid5_3(void **s) { rw_level(5, 2, true, 3, 64); }
-static void test_rw_raid5_5(void **s) { rw_level(5, 2, true, 5, 64); }
-static void test_rw_raid6(void **s) { rw_level(6, 2, true, 5, 64); }
+static void test_rw_raid1(void **s)
+{
+    rw_level(1, 0, false, 2, 0);
+}
+static void test_rw_raid10_n2(void **s)
+{
+    rw_level(10, CLR_RAID10_LAYOUT(2, 1, 0), true, 4, 64);
+}
+static void test_rw_raid10_f2(void **s)
+{
+    rw_level(10, CLR_RAID10_LAYOUT(1, 2, 0), true, 3, 64);
+}
+static void test_rw_raid10_o2(void **s)
+{
+    rw_level(10, CLR_RAID10_LAYOUT(1, 2, 1), true, 3, 64);
+}
+static void test_rw_raid5_3(void **s)
+{
+    rw_level(5, 2, true, 3, 64);
+}
+static void test_rw_raid5_5(void **s)
+{
+    rw_level(5, 2, true, 5, 64);
+}
+static void test_rw_raid6(void **s)
+{
+    rw_level(6, 2, true, 5, 64);
+}
 
 /* ---- members with 4 KiB logical blocks (loop devices): unaligned I/O ---- */
 
@@ -358,8 +379,14 @@ static void big_sectors(int level, unsigned nd)
     rmfiles(&t);
 }
 
-static void test_4k_raid1(void **s) { big_sectors(1, 2); }
-static void test_4k_raid5(void **s) { big_sectors(5, 3); }
+static void test_4k_raid1(void **s)
+{
+    big_sectors(1, 2);
+}
+static void test_4k_raid5(void **s)
+{
+    big_sectors(5, 3);
+}
 
 /* ---- unclean stop: only dirty chunks resynced ---- */
 
@@ -384,10 +411,11 @@ static void unclean(int level, unsigned nd)
         /* three bitmap chunks (1 MiB each in member space) get writes */
         for (int i = 0; i < 3; i++) {
             memset(buf, 'a' + i, 65536);
-            if (clr_array_pwrite(a, buf, 65536, (uint64_t)i * (level == 1 ? 1 : nd - (level == 6 ? 2 : 1)) * 4 * 1048576, 0))
+            if (clr_array_pwrite(a, buf, 65536,
+                                 (uint64_t)i * (level == 1 ? 1 : nd - (level == 6 ? 2 : 1)) * 4 * 1048576, 0))
                 _exit(3);
         }
-        _exit(0);       /* kill -9 style: no stop, bits stay set */
+        _exit(0); /* kill -9 style: no stop, bits stay set */
     }
     assert_int_equal(waitpid(pid, &st, 0), pid);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -399,7 +427,10 @@ static void unclean(int level, unsigned nd)
         uint8_t want[65536];
 
         memset(want, 'a' + i, sizeof want);
-        assert_int_equal(clr_array_pread(a, buf, 65536, (uint64_t)i * (level == 1 ? 1 : nd - (level == 6 ? 2 : 1)) * 4 * 1048576), 0);
+        assert_int_equal(
+            clr_array_pread(a, buf, 65536,
+                            (uint64_t)i * (level == 1 ? 1 : nd - (level == 6 ? 2 : 1)) * 4 * 1048576),
+            0);
         assert_memory_equal(buf, want, 65536);
     }
     clr_array_free(a);
@@ -407,8 +438,14 @@ static void unclean(int level, unsigned nd)
     rmfiles(&t);
 }
 
-static void test_unclean_raid1(void **s) { unclean(1, 2); }
-static void test_unclean_raid5(void **s) { unclean(5, 4); }
+static void test_unclean_raid1(void **s)
+{
+    unclean(1, 2);
+}
+static void test_unclean_raid5(void **s)
+{
+    unclean(5, 4);
+}
 
 /* ---- failure under concurrent writes ---- */
 
@@ -430,7 +467,7 @@ static void fill(uint8_t *b, size_t len, unsigned id, unsigned blk, unsigned rou
     }
 }
 
-#define WBLK 16384u
+#define WBLK  16384u
 #define WBLKS 64u
 
 static void *writer_main(void *arg)
@@ -467,7 +504,6 @@ static void verify_writers(struct clr_array *a, struct writer *w, unsigned n)
     free(want);
 }
 
-
 /* Polls until member @i of @a is in @state (up to 30 s): the writers'
  * I/O reaches a failed member when it reaches it, later on a slow machine. */
 static void wait_member_state(struct clr_array *a, unsigned i, const char *state)
@@ -500,17 +536,19 @@ static void fail_under_load(int level, unsigned nd, unsigned nfail)
         read_sb(t.path[i], &before[i]);
     a = start(&t, t.devs, nd);
     for (unsigned i = 0; i < 4; i++) {
-        w[i] = (struct writer){ .a = a, .id = i + 1, .region = (uint64_t)i * 3 * 1048576 + 4096 * i,
-                                .stop = &stop };
+        w[i] = (struct writer){
+            .a = a, .id = i + 1, .region = (uint64_t)i * 3 * 1048576 + 4096 * i, .stop = &stop
+        };
         pthread_create(&th[i], NULL, writer_main, &w[i]);
     }
     usleep(100000);
     for (unsigned f = 0; f < nfail; f++) {
         /* writes fail on the member: it must go Faulty, clients see nothing */
         assert_int_equal(clr_io_fault_fail_range(clr_array_member_io(a, t.path[f]),
-                                                 CLR_IO_FAULT_WRITE | CLR_IO_FAULT_READ, 0, 0, EIO), 0);
+                                                 CLR_IO_FAULT_WRITE | CLR_IO_FAULT_READ, 0, 0, EIO),
+                         0);
         wait_member_state(a, f, "faulty");
-        usleep(150000);     /* pacing: more writes while degraded */
+        usleep(150000); /* pacing: more writes while degraded */
     }
     stop = 1;
     for (unsigned i = 0; i < 4; i++)
@@ -538,10 +576,22 @@ static void fail_under_load(int level, unsigned nd, unsigned nfail)
     rmfiles(&t);
 }
 
-static void test_fail_raid1(void **s) { fail_under_load(1, 2, 1); }
-static void test_fail_raid10(void **s) { fail_under_load(10, 4, 1); }
-static void test_fail_raid5(void **s) { fail_under_load(5, 4, 1); }
-static void test_fail_raid6(void **s) { fail_under_load(6, 5, 2); }
+static void test_fail_raid1(void **s)
+{
+    fail_under_load(1, 2, 1);
+}
+static void test_fail_raid10(void **s)
+{
+    fail_under_load(10, 4, 1);
+}
+static void test_fail_raid5(void **s)
+{
+    fail_under_load(5, 4, 1);
+}
+static void test_fail_raid6(void **s)
+{
+    fail_under_load(6, 5, 2);
+}
 
 /* ---- read errors: served from another copy or reconstructed ---- */
 
@@ -559,8 +609,8 @@ static void read_error(int level, unsigned nd, unsigned nfail)
     shadow = calloc(1, size);
     random_io(a, shadow, size, 40);
     for (unsigned f = 0; f < nfail; f++)
-        assert_int_equal(clr_io_fault_fail_range(clr_array_member_io(a, t.path[f]), CLR_IO_FAULT_READ,
-                                                 0, 0, EIO), 0);
+        assert_int_equal(
+            clr_io_fault_fail_range(clr_array_member_io(a, t.path[f]), CLR_IO_FAULT_READ, 0, 0, EIO), 0);
     verify_all(a, shadow, size);
     o = clr_array_status_json(a);
     assert_true(json_object_object_get_ex(o, "devices", &devs));
@@ -571,17 +621,29 @@ static void read_error(int level, unsigned nd, unsigned nfail)
         assert_string_equal(json_object_get_string(st), "faulty");
     }
     json_object_put(o);
-    random_io(a, shadow, size, 20);     /* degraded writes */
+    random_io(a, shadow, size, 20); /* degraded writes */
     verify_all(a, shadow, size);
     clr_array_free(a);
     free(shadow);
     rmfiles(&t);
 }
 
-static void test_read_error_raid1(void **s) { read_error(1, 2, 1); }
-static void test_read_error_raid10(void **s) { read_error(10, 4, 1); }
-static void test_read_error_raid5(void **s) { read_error(5, 4, 1); }
-static void test_read_error_raid6(void **s) { read_error(6, 5, 2); }
+static void test_read_error_raid1(void **s)
+{
+    read_error(1, 2, 1);
+}
+static void test_read_error_raid10(void **s)
+{
+    read_error(10, 4, 1);
+}
+static void test_read_error_raid5(void **s)
+{
+    read_error(5, 4, 1);
+}
+static void test_read_error_raid6(void **s)
+{
+    read_error(6, 5, 2);
+}
 
 /* ---- check counts mismatches, repair fixes them ---- */
 
@@ -605,20 +667,29 @@ static void check_repair(int level, unsigned nd)
     pwrite_all(t.path[1], junk, sizeof junk, sb.data_offset * 512 + 1048576);
     a = start(&t, t.devs, nd);
     assert_int_equal(check_mismatches(a), 8);
-    assert_int_equal(check_mismatches(a), 8);           /* check fixes nothing */
+    assert_int_equal(check_mismatches(a), 8); /* check fixes nothing */
     assert_int_equal(clr_array_start_check(a, true, &e), 0);
     wait_idle(a);
     assert_int_equal(check_mismatches(a), 0);
     if (level == 1)
-        verify_all(a, shadow, size);                    /* the first copy won */
+        verify_all(a, shadow, size); /* the first copy won */
     clr_array_free(a);
     free(shadow);
     rmfiles(&t);
 }
 
-static void test_check_repair_raid1(void **s) { check_repair(1, 2); }
-static void test_check_repair_raid5(void **s) { check_repair(5, 3); }
-static void test_check_repair_raid6(void **s) { check_repair(6, 4); }
+static void test_check_repair_raid1(void **s)
+{
+    check_repair(1, 2);
+}
+static void test_check_repair_raid5(void **s)
+{
+    check_repair(5, 3);
+}
+static void test_check_repair_raid6(void **s)
+{
+    check_repair(6, 4);
+}
 
 /* ---- bitmap: bits on disk before data, shared flushes, lazy clearing ---- */
 
@@ -648,10 +719,11 @@ static uint64_t disk_bits(const char *path)
     read_sb(path, &sb);
     fd = open(path, O_RDONLY);
     assert_true(fd >= 0);
-    assert_int_equal(pread(fd, bits, sizeof bits, (off_t)((sb.super_offset + (uint64_t)sb.bitmap_offset) * 512 + 256)),
-                     (ssize_t)sizeof bits);
+    assert_int_equal(
+        pread(fd, bits, sizeof bits, (off_t)((sb.super_offset + (uint64_t)sb.bitmap_offset) * 512 + 256)),
+        (ssize_t)sizeof bits);
     close(fd);
-    for (size_t i = 0; i < 3; i++)     /* 23 chunks of 1 MiB */
+    for (size_t i = 0; i < 3; i++) /* 23 chunks of 1 MiB */
         n += (uint64_t)__builtin_popcount(bits[i]);
     return n;
 }
@@ -689,7 +761,7 @@ static void test_bitmap_batching(void **st)
     assert_int_equal(disk_bits(t.path[0]), 8);
     assert_int_equal(disk_bits(t.path[1]), 8);
     clr_array_free(a);
-    assert_int_equal(disk_bits(t.path[0]), 0);   /* a clean stop clears them */
+    assert_int_equal(disk_bits(t.path[0]), 0); /* a clean stop clears them */
 
     /* Phase 2: while running, idle sweeps clear bits lazily (daemon every
      * 100 ms, 2 sweeps). */
@@ -703,7 +775,7 @@ static void test_bitmap_batching(void **st)
     for (int i = 0; i < 100 && status_int(a, "bitmap", "dirty_chunks"); i++)
         usleep(20000);
     assert_int_equal(status_int(a, "bitmap", "dirty_chunks"), 0);
-    for (int i = 0; i < 500 && disk_bits(t.path[0]); i++)   /* the sweep's write lands */
+    for (int i = 0; i < 500 && disk_bits(t.path[0]); i++) /* the sweep's write lands */
         usleep(10000);
     assert_int_equal(disk_bits(t.path[0]), 0);
     clr_array_free(a);
@@ -725,8 +797,9 @@ static void disk_bsb(const char *path, struct clr_bitmap_sb *b)
     read_sb(path, &sb);
     fd = open(path, O_RDONLY);
     assert_true(fd >= 0);
-    assert_int_equal(pread(fd, buf, sizeof buf, (off_t)((sb.super_offset + (uint64_t)sb.bitmap_offset) * 512)),
-                     (ssize_t)sizeof buf);
+    assert_int_equal(
+        pread(fd, buf, sizeof buf, (off_t)((sb.super_offset + (uint64_t)sb.bitmap_offset) * 512)),
+        (ssize_t)sizeof buf);
     close(fd);
     assert_int_equal(clr_bitmap_sb_decode(buf, sizeof buf, sb.set_uuid, b, &e), 0);
 }
@@ -741,7 +814,7 @@ static void test_bitmap_events_cleared(void **st)
     static uint8_t buf[65536];
 
     make_array(&t, 2, 1, 0, false, 2, 0, 0, 1024, true);
-    g_bitmap_sleep_ms = 60000;      /* no lazy sweep: the bits stay set */
+    g_bitmap_sleep_ms = 60000; /* no lazy sweep: the bits stay set */
     a = start(&t, t.devs, 2);
     g_bitmap_sleep_ms = 100;
     memset(buf, 0x5a, sizeof buf);
@@ -779,8 +852,9 @@ static void resync_vs_writes(int level, unsigned nd)
     a = start(&t, t.devs, nd);
     g_speed_max = 10000000;
     for (unsigned i = 0; i < 4; i++) {
-        w[i] = (struct writer){ .a = a, .id = i + 1, .region = (uint64_t)i * 5 * 1048576 + 512 * i,
-                                .stop = &stop };
+        w[i] = (struct writer){
+            .a = a, .id = i + 1, .region = (uint64_t)i * 5 * 1048576 + 512 * i, .stop = &stop
+        };
         pthread_create(&th[i], NULL, writer_main, &w[i]);
     }
     usleep(600000);
@@ -796,10 +870,22 @@ static void resync_vs_writes(int level, unsigned nd)
     rmfiles(&t);
 }
 
-static void test_resync_writes_raid1(void **s) { resync_vs_writes(1, 2); }
-static void test_resync_writes_raid10(void **s) { resync_vs_writes(10, 4); }
-static void test_resync_writes_raid5(void **s) { resync_vs_writes(5, 3); }
-static void test_resync_writes_raid6(void **s) { resync_vs_writes(6, 4); }
+static void test_resync_writes_raid1(void **s)
+{
+    resync_vs_writes(1, 2);
+}
+static void test_resync_writes_raid10(void **s)
+{
+    resync_vs_writes(10, 4);
+}
+static void test_resync_writes_raid5(void **s)
+{
+    resync_vs_writes(5, 3);
+}
+static void test_resync_writes_raid6(void **s)
+{
+    resync_vs_writes(6, 4);
+}
 
 /* ---- re-add from the bitmap ---- */
 
@@ -824,7 +910,7 @@ static void readd(int level, unsigned nd)
         assert_int_equal(clr_array_pwrite(a, buf, 65536, off, 0), 0);
         memcpy(shadow + off, buf, 65536);
     }
-    usleep(300000);     /* several daemon sweeps: nothing clears while degraded */
+    usleep(300000); /* several daemon sweeps: nothing clears while degraded */
     assert_int_equal(status_int(a, "bitmap", "dirty_chunks"), 2);
     if (clr_array_readd_device(a, t.path[0], &e) != 0)
         fail_msg("re-add: %s", e.msg);
@@ -842,8 +928,14 @@ static void readd(int level, unsigned nd)
     rmfiles(&t);
 }
 
-static void test_readd_raid1(void **s) { readd(1, 2); }
-static void test_readd_raid10(void **s) { readd(10, 4); }
+static void test_readd_raid1(void **s)
+{
+    readd(1, 2);
+}
+static void test_readd_raid10(void **s)
+{
+    readd(10, 4);
+}
 
 /* RAID6: two members leave and come back one after the other. */
 static void test_readd_raid6_two(void **st)
@@ -874,7 +966,7 @@ static void test_readd_raid6_two(void **st)
     assert_int_equal(check_mismatches(a), 0);
     verify_all(a, shadow, size);
     clr_array_free(a);
-    {   /* the re-added pair plus one: any three of five carry the data */
+    { /* the re-added pair plus one: any three of five carry the data */
         const char *devs[3] = { t.path[1], t.path[3], t.path[4] };
 
         a = start(&t, devs, 3);
@@ -884,7 +976,10 @@ static void test_readd_raid6_two(void **st)
     free(shadow);
     rmfiles(&t);
 }
-static void test_readd_raid5(void **s) { readd(5, 3); }
+static void test_readd_raid5(void **s)
+{
+    readd(5, 3);
+}
 
 /* ---- rebuild onto a spare ---- */
 
@@ -918,7 +1013,7 @@ static void spare_l(int level, uint32_t layout, unsigned nd, bool hot)
     if (clr_array_remove_device(a, t.path[1], &e) != 0)
         fail_msg("remove: %s", e.msg);
     clr_array_free(a);
-    {   /* the rebuilt member serves: start without the old one */
+    { /* the rebuilt member serves: start without the old one */
         const char *devs[MAXD];
         unsigned n = 0;
 
@@ -939,11 +1034,26 @@ static void spare(int level, unsigned nd, bool hot)
     spare_l(level, def_layout(level), nd, hot);
 }
 
-static void test_spare_raid10_f2_add(void **s) { spare_l(10, CLR_RAID10_LAYOUT(1, 2, 0), 3, false); }
-static void test_spare_raid1_add(void **s) { spare(1, 2, false); }
-static void test_spare_raid5_hot(void **s) { spare(5, 4, true); }
-static void test_spare_raid6_add(void **s) { spare(6, 4, false); }
-static void test_spare_raid10_hot(void **s) { spare(10, 4, true); }
+static void test_spare_raid10_f2_add(void **s)
+{
+    spare_l(10, CLR_RAID10_LAYOUT(1, 2, 0), 3, false);
+}
+static void test_spare_raid1_add(void **s)
+{
+    spare(1, 2, false);
+}
+static void test_spare_raid5_hot(void **s)
+{
+    spare(5, 4, true);
+}
+static void test_spare_raid6_add(void **s)
+{
+    spare(6, 4, false);
+}
+static void test_spare_raid10_hot(void **s)
+{
+    spare(10, 4, true);
+}
 
 /* ---- a failed disk replaced at the same path ---- */
 
@@ -964,7 +1074,7 @@ static void test_replace_same_path(void **st)
     assert_int_equal(clr_array_fail_device(a, t.path[1], &e), 0);
     assert_int_equal(clr_array_add_device(a, t.path[1], &e), -EEXIST);
     assert_int_equal(clr_array_remove_device(a, t.path[1], &e), 0);
-    fd = open(t.path[1], O_WRONLY | O_TRUNC);       /* a blank disk */
+    fd = open(t.path[1], O_WRONLY | O_TRUNC); /* a blank disk */
     assert_true(fd >= 0 && ftruncate(fd, (off_t)DEV_BYTES) == 0);
     close(fd);
     random_io(a, shadow, size, 10);
@@ -1036,9 +1146,9 @@ static void test_recovery_checkpoint(void **st)
     devs[0] = t.path[0];
     devs[1] = t.path[2];
     a = start(&t, devs, 2);
-    wait_idle(a);               /* the degraded resync of the dirty chunks */
-    clr_array_set_sync_speed(a, 0, 3000);       /* KiB/s: ~7 s for a member */
-    {   /* a new device replaces the failed one */
+    wait_idle(a);                         /* the degraded resync of the dirty chunks */
+    clr_array_set_sync_speed(a, 0, 3000); /* KiB/s: ~7 s for a member */
+    {                                     /* a new device replaces the failed one */
         int fd = open(t.path[1], O_WRONLY | O_TRUNC);
 
         assert_true(fd >= 0 && ftruncate(fd, (off_t)DEV_BYTES) == 0);
@@ -1046,7 +1156,7 @@ static void test_recovery_checkpoint(void **st)
     }
     if (clr_array_add_device(a, t.path[1], &e) != 0)
         fail_msg("add: %s", e.msg);
-    usleep(2600000);    /* the throttled rate is measured over this */
+    usleep(2600000); /* the throttled rate is measured over this */
     {
         char s[32];
 
@@ -1064,7 +1174,7 @@ static void test_recovery_checkpoint(void **st)
     g_speed_max = 3000;
     a = start(&t, t.devs, 3);
     g_speed_max = 10000000;
-    {   /* recovery resumes at the checkpoint, not at 0 */
+    { /* recovery resumes at the checkpoint, not at 0 */
         char s[32];
 
         for (int i = 0; i < 200 && strcmp(status_str(a, "sync_action", s, sizeof s), "recover"); i++)
@@ -1077,7 +1187,7 @@ static void test_recovery_checkpoint(void **st)
     assert_int_equal(check_mismatches(a), 0);
     verify_all(a, shadow, size);
     clr_array_free(a);
-    a = start(&t, t.devs + 1, 2);     /* the rebuilt member carries its share */
+    a = start(&t, t.devs + 1, 2); /* the rebuilt member carries its share */
     verify_all(a, shadow, size);
     clr_array_free(a);
     free(shadow);
@@ -1122,7 +1232,7 @@ static void test_freeze(void **st)
     assert_int_equal(clr_array_wait_frozen(a, 5000, 1), 0);
     assert_string_equal(status_str(a, "state", s, sizeof s), "frozen");
     assert_int_equal(status_int(a, "frozen", "blocked_requests"), 1);
-    assert_int_equal(b.rc, 1);          /* still blocked, no error */
+    assert_int_equal(b.rc, 1); /* still blocked, no error */
     assert_int_equal(clr_array_thaw_error(a, &e), 0);
     pthread_join(th, NULL);
     assert_int_equal(b.rc, -EIO);
@@ -1170,7 +1280,9 @@ static void test_assembly_refusals(void **st)
     make_array(&t, 3, 1, 0, false, 3, 0, 0, 1024, true);
     make_array(&u, 2, 1, 0, false, 2, 0, 0, 1024, true);
     /* foreign member */
-    devs[0] = t.path[0]; devs[1] = t.path[1]; devs[2] = u.path[0];
+    devs[0] = t.path[0];
+    devs[1] = t.path[1];
+    devs[2] = u.path[0];
     expect_refused(devs, 3, "another array");
     /* same device twice */
     devs[2] = t.path[0];

@@ -37,7 +37,7 @@ struct tarr {
     const char *devs[MAXD];
     unsigned n;
     uint64_t dev_bytes;
-    uint64_t data_offset;       /* sectors */
+    uint64_t data_offset; /* sectors */
 };
 
 static void quiet_log(void *o, int prio, const char *msg)
@@ -111,7 +111,7 @@ static struct clr_array_config cfg_for(struct tarr *t, unsigned node, const char
     c.flags = CLR_ARRAY_CLUSTER_LOCAL;
     c.sync_speed_min_kib = 1000000;
     c.sync_speed_max_kib = 10000000;
-    c.bitmap_sleep_ms = 60000;      /* bits stay dirty: a crash leaves them */
+    c.bitmap_sleep_ms = 60000; /* bits stay dirty: a crash leaves them */
     c.log = quiet_log;
     c.log_opaque = (void *)node_names[node];
     return c;
@@ -209,13 +209,13 @@ static uint64_t check_mismatches(struct clr_array *a)
 }
 
 /* Polls @cond for up to @ms. */
-#define WAIT_FOR(cond, ms)                                              \
-    do {                                                                \
-        int _t;                                                         \
-        for (_t = 0; _t < (ms) && !(cond); _t += 10)                    \
-            usleep(10000);                                              \
-        if (!(cond))                                                    \
-            fail_msg("timed out waiting for %s", #cond);                \
+#define WAIT_FOR(cond, ms)                                                                                   \
+    do {                                                                                                     \
+        int _t;                                                                                              \
+        for (_t = 0; _t < (ms) && !(cond); _t += 10)                                                         \
+            usleep(10000);                                                                                   \
+        if (!(cond))                                                                                         \
+            fail_msg("timed out waiting for %s", #cond);                                                     \
     } while (0)
 
 static void assert_files_equal(const char *p0, const char *p1, uint64_t data_off, uint64_t bytes)
@@ -413,7 +413,8 @@ static void test_device_failure(void **s)
     b = start_node(&t, 1);
     WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
     memset(buf, 0x5a, 65536);
-    assert_int_equal(clr_io_fault_fail_range(clr_array_member_io(a, t.path[1]), CLR_IO_FAULT_WRITE, 0, 0, EIO), 0);
+    assert_int_equal(
+        clr_io_fault_fail_range(clr_array_member_io(a, t.path[1]), CLR_IO_FAULT_WRITE, 0, 0, EIO), 0);
     assert_int_equal(clr_array_pwrite(a, buf, 65536, 1 << 20, 0), 0);
     /* on the other node already, and in the superblocks */
     assert_string_equal(dev_state(b, 1, st, sizeof st), "faulty");
@@ -450,11 +451,11 @@ static void test_device_failure(void **s)
 
 struct bg_write {
     struct clr_array *a;
-    uint8_t *buf;                   /* NULL: write zeroes (clr_array_zero) */
+    uint8_t *buf; /* NULL: write zeroes (clr_array_zero) */
     uint64_t off;
     atomic_int done;
     int rc;
-    int64_t done_ms;                /* wall clock when it returned */
+    int64_t done_ms; /* wall clock when it returned */
 };
 
 static void *bg_write_main(void *arg)
@@ -629,7 +630,7 @@ static void test_rejoin_after_crash(void **s)
     assert_int_equal(clr_array_crash(a), 0);
     clr_array_free(a);
     b = start_node(&t, 1);
-    assert_int_equal(st_int(b, "cluster.slot"), 0);    /* lowest free slot */
+    assert_int_equal(st_int(b, "cluster.slot"), 0); /* lowest free slot */
     wait_idle(b);
     assert_true(st_int(b, "last_resync.bytes") > 0);
     assert_int_equal(check_mismatches(b), 0);
@@ -751,7 +752,6 @@ static void test_add_spare(void **s)
     rmfiles(&t);
 }
 
-
 /* Byte offset of slot @slot's bits (after its bitmap superblock) on @path. */
 static uint64_t slot_bits_off(const char *path, unsigned slot, uint64_t *nbytes)
 {
@@ -833,7 +833,8 @@ static void test_write_behind(void **s)
     b = start_node(&t, 1);
     WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
     /* only a's path to d1 breaks */
-    assert_int_equal(clr_io_fault_fail_range(clr_array_member_io(a, t.path[1]), CLR_IO_FAULT_WRITE, 0, 0, EIO), 0);
+    assert_int_equal(
+        clr_io_fault_fail_range(clr_array_member_io(a, t.path[1]), CLR_IO_FAULT_WRITE, 0, 0, EIO), 0);
     memset(buf, 0x5a, 65536);
     assert_int_equal(clr_array_pwrite(a, buf, 65536, 1 << 20, 0), 0);
     assert_true(dev_is(b, t.path[1], "faulty"));
@@ -901,8 +902,11 @@ static void test_unannounced_failure_not_acked(void **s)
     WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
     /* b cannot re-read any superblock: it refuses METADATA_UPDATED */
     for (unsigned i = 0; i < 2; i++)
-        assert_int_equal(clr_io_fault_fail_range(clr_array_member_io(b, t.path[i]), CLR_IO_FAULT_READ, 4096, 4096, EIO), 0);
-    assert_int_equal(clr_io_fault_fail_range(clr_array_member_io(a, t.path[1]), CLR_IO_FAULT_WRITE, 0, 0, EIO), 0);
+        assert_int_equal(
+            clr_io_fault_fail_range(clr_array_member_io(b, t.path[i]), CLR_IO_FAULT_READ, 4096, 4096, EIO),
+            0);
+    assert_int_equal(
+        clr_io_fault_fail_range(clr_array_member_io(a, t.path[1]), CLR_IO_FAULT_WRITE, 0, 0, EIO), 0);
     memset(buf, 0x5a, 65536);
     w.a = a;
     w.buf = buf;
@@ -946,7 +950,9 @@ static void test_readd_rollback(void **s)
     assert_int_equal(clr_array_pwrite(b, buf, 1 << 20, 9 << 20, 0), 0);
     /* a cannot read b's bitmap slot: gathering the bitmaps fails */
     off = slot_bits_off(t.path[0], 1, &nb);
-    assert_int_equal(clr_io_fault_fail_range(clr_array_member_io(a, t.path[0]), CLR_IO_FAULT_READ, off - 256, 4096, EIO), 0);
+    assert_int_equal(
+        clr_io_fault_fail_range(clr_array_member_io(a, t.path[0]), CLR_IO_FAULT_READ, off - 256, 4096, EIO),
+        0);
     assert_int_not_equal(clr_array_readd_device(a, t.path[1], &e), 0);
     assert_non_null(strstr(e.msg, "rolled back"));
     assert_true(dev_is(a, t.path[1], "faulty"));
@@ -968,7 +974,6 @@ static void test_readd_rollback(void **s)
     free(buf);
     rmfiles(&t);
 }
-
 
 /* ---- the node rebuilding a spare dies: a survivor resumes the rebuild ---- */
 
@@ -996,7 +1001,7 @@ static void test_rebuild_resumes(void **s)
     assert_true(fd >= 0);
     assert_int_equal(ftruncate(fd, (off_t)t.dev_bytes), 0);
     close(fd);
-    clr_array_set_sync_speed(a, 1000, 4000);     /* slow: it dies half way */
+    clr_array_set_sync_speed(a, 1000, 4000); /* slow: it dies half way */
     if (clr_array_add_device(a, spare, &e) != 0)
         fail_msg("add: %s", e.msg);
     WAIT_FOR(dev_is(b, spare, "rebuilding"), 5000);
@@ -1013,14 +1018,14 @@ static void test_rebuild_resumes(void **s)
     rmfiles(&t);
 }
 
-
 /* ---- no write is acked before the others stopped reading a failed leg ---- */
 
 static void test_ack_waits_for_announcement(void **s)
 {
     struct clr_array *a, *b;
     struct bg_write x = { 0 }, y = { 0 };
-    uint8_t *bx = aligned_alloc(4096, 65536), *by = aligned_alloc(4096, 65536), *rd = aligned_alloc(4096, 65536);
+    uint8_t *bx = aligned_alloc(4096, 65536), *by = aligned_alloc(4096, 65536),
+            *rd = aligned_alloc(4096, 65536);
     pthread_t tx, ty;
     struct timespec t0, t1;
     struct tarr t;
@@ -1038,7 +1043,8 @@ static void test_ack_waits_for_announcement(void **s)
     /* b is slow to process METADATA_UPDATED (its superblock reads) */
     clr_io_fault_delay(clr_array_member_io(b, t.path[0]), 800);
     clr_io_fault_delay(clr_array_member_io(b, t.path[1]), 800);
-    assert_int_equal(clr_io_fault_fail_range(clr_array_member_io(a, t.path[1]), CLR_IO_FAULT_WRITE, 0, 0, EIO), 0);
+    assert_int_equal(
+        clr_io_fault_fail_range(clr_array_member_io(a, t.path[1]), CLR_IO_FAULT_WRITE, 0, 0, EIO), 0);
     x = (struct bg_write){ .a = a, .buf = bx, .off = 1 << 20 };
     pthread_create(&tx, NULL, bg_write_main, &x);
     WAIT_FOR(dev_is(a, t.path[1], "faulty"), 5000);
@@ -1067,7 +1073,6 @@ static void test_ack_waits_for_announcement(void **s)
     free(rd);
     rmfiles(&t);
 }
-
 
 /* ---- re-add while another node writes without a pause ---- */
 
@@ -1143,7 +1148,6 @@ static void test_readd_under_load(void **s)
     clr_array_free(b);
     rmfiles(&t);
 }
-
 
 /* ---- a node restarting while a survivor takes its old slot over ---- */
 
@@ -1592,8 +1596,10 @@ static void test_write_behind_leg_fails(void **s)
     /* b processes METADATA_UPDATED slowly; a's and c's paths to d1 break */
     clr_io_fault_delay(clr_array_member_io(b, t.path[0]), 1000);
     clr_io_fault_delay(clr_array_member_io(b, t.path[1]), 1000);
-    assert_int_equal(clr_io_fault_fail_range(clr_array_member_io(a, t.path[1]), CLR_IO_FAULT_WRITE, 0, 0, EIO), 0);
-    assert_int_equal(clr_io_fault_fail_range(clr_array_member_io(c, t.path[1]), CLR_IO_FAULT_WRITE, 0, 0, EIO), 0);
+    assert_int_equal(
+        clr_io_fault_fail_range(clr_array_member_io(a, t.path[1]), CLR_IO_FAULT_WRITE, 0, 0, EIO), 0);
+    assert_int_equal(
+        clr_io_fault_fail_range(clr_array_member_io(c, t.path[1]), CLR_IO_FAULT_WRITE, 0, 0, EIO), 0);
     x = (struct bg_write){ .a = a, .buf = bx, .off = 1 << 20 };
     pthread_create(&tx, NULL, bg_write_main, &x);
     /* c processed a's update: d1 is write-behind there */

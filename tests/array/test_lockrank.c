@@ -34,7 +34,7 @@ static void in_order(void)
     arr_mutex_lock(&lo);
     arr_mutex_lock(&mid);
     arr_mutex_lock(&hi);
-    arr_mutex_unlock(&mid);     /* any release order */
+    arr_mutex_unlock(&mid); /* any release order */
     arr_mutex_unlock(&hi);
     arr_mutex_unlock(&lo);
 }
@@ -53,7 +53,7 @@ static void twice(void)
 
 static void range_under_array_lock(void)
 {
-    arr_mutex_lock(&hi);        /* rank of a->lock */
+    arr_mutex_lock(&hi); /* rank of a->lock */
     ARR_RANK_ACQUIRE(ARR_RANK_RANGE, "range lock");
 }
 

@@ -26,61 +26,60 @@
 
 static int64_t wall_ms(void)
 {
-	struct timespec ts;
+    struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static int parse_u64(const char *s, uint64_t *out)
 {
-	char *end;
+    char *end;
 
-	errno = 0;
-	*out = strtoull(s, &end, 0);
-	return errno || end == s || *end ? -1 : 0;
+    errno = 0;
+    *out = strtoull(s, &end, 0);
+    return errno || end == s || *end ? -1 : 0;
 }
 
 int main(int argc, char **argv)
 {
-	uint64_t pattern, base, bs, count;
-	struct nbd_handle *nbd;
-	char *buf;
+    uint64_t pattern, base, bs, count;
+    struct nbd_handle *nbd;
+    char *buf;
 
-	if (argc != 6 || parse_u64(argv[2], &pattern) || pattern > 255 ||
-	    parse_u64(argv[3], &base) || parse_u64(argv[4], &bs) || bs == 0 ||
-	    bs > 64u << 20 || parse_u64(argv[5], &count)) {
-		fprintf(stderr, "usage: nbd_seq_write URI PATTERN(0-255) BASE BS COUNT\n");
-		return 2;
-	}
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	/* a server killed while we send: say so, do not die of SIGPIPE */
-	signal(SIGPIPE, SIG_IGN);
-	buf = malloc(bs);
-	nbd = nbd_create();
-	if (!buf || !nbd) {
-		printf("write failed: out of memory\n");
-		return 1;
-	}
-	memset(buf, (int)pattern, bs);
-	if (nbd_connect_uri(nbd, argv[1]) == -1) {
-		printf("connect failed: %s\n", nbd_get_error());
-		return 1;
-	}
-	for (uint64_t i = 0; i < count; i++) {
-		uint64_t off = base + i * bs;
-		int64_t t;
+    if (argc != 6 || parse_u64(argv[2], &pattern) || pattern > 255 || parse_u64(argv[3], &base) ||
+        parse_u64(argv[4], &bs) || bs == 0 || bs > 64u << 20 || parse_u64(argv[5], &count)) {
+        fprintf(stderr, "usage: nbd_seq_write URI PATTERN(0-255) BASE BS COUNT\n");
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    /* a server killed while we send: say so, do not die of SIGPIPE */
+    signal(SIGPIPE, SIG_IGN);
+    buf = malloc(bs);
+    nbd = nbd_create();
+    if (!buf || !nbd) {
+        printf("write failed: out of memory\n");
+        return 1;
+    }
+    memset(buf, (int)pattern, bs);
+    if (nbd_connect_uri(nbd, argv[1]) == -1) {
+        printf("connect failed: %s\n", nbd_get_error());
+        return 1;
+    }
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t off = base + i * bs;
+        int64_t t;
 
-		if (nbd_pwrite(nbd, buf, bs, off, 0) == -1) {
-			printf("write failed: %s\n", nbd_get_error());
-			return 1;
-		}
-		t = wall_ms();
-		printf("wrote %" PRIu64 "/%" PRIu64 " bytes at offset %" PRIu64 "\n", bs, bs, off);
-		printf("acked %" PRIu64 " t_ms %" PRId64 "\n", off, t);
-	}
-	nbd_shutdown(nbd, 0);
-	nbd_close(nbd);
-	free(buf);
-	return 0;
+        if (nbd_pwrite(nbd, buf, bs, off, 0) == -1) {
+            printf("write failed: %s\n", nbd_get_error());
+            return 1;
+        }
+        t = wall_ms();
+        printf("wrote %" PRIu64 "/%" PRIu64 " bytes at offset %" PRIu64 "\n", bs, bs, off);
+        printf("acked %" PRIu64 " t_ms %" PRId64 "\n", off, t);
+    }
+    nbd_shutdown(nbd, 0);
+    nbd_close(nbd);
+    free(buf);
+    return 0;
 }

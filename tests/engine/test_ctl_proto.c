@@ -64,36 +64,54 @@ static void test_fault(void **state)
     struct clr_err e = { "" };
 
     assert_int_equal(decode("{\"v\":1,\"cmd\":\"fault\",\"args\":{\"device\":\"/d1\",\"op\":\"write\","
-                            "\"offset\":4096,\"length\":65536,\"errno\":5}}", &r, &e), 0);
+                            "\"offset\":4096,\"length\":65536,\"errno\":5}}",
+                            &r, &e),
+                     0);
     assert_int_equal(r.fault_op, CLR_CTL_FAULT_WRITE);
     assert_int_equal(r.offset, 4096);
     assert_int_equal(r.length, 65536);
     assert_int_equal(r.err, 5);
     clr_ctl_request_free(&r);
 
-    assert_int_equal(decode("{\"v\":1,\"cmd\":\"fault\",\"args\":{\"device\":\"/d1\",\"op\":\"delay\",\"ms\":20}}",
-                            &r, &e), 0);
+    assert_int_equal(
+        decode("{\"v\":1,\"cmd\":\"fault\",\"args\":{\"device\":\"/d1\",\"op\":\"delay\",\"ms\":20}}", &r,
+               &e),
+        0);
     assert_int_equal(r.fault_op, CLR_CTL_FAULT_DELAY);
     assert_int_equal(r.ms, 20);
     clr_ctl_request_free(&r);
 
-    assert_int_equal(decode("{\"v\":1,\"cmd\":\"fault\",\"args\":{\"device\":\"/d1\",\"op\":\"delay\"}}", &r, &e),
-                     -EINVAL);
-    assert_int_equal(decode("{\"v\":1,\"cmd\":\"fault\",\"args\":{\"device\":\"/d1\",\"op\":\"melt\"}}", &r, &e),
-                     -EINVAL);
+    assert_int_equal(
+        decode("{\"v\":1,\"cmd\":\"fault\",\"args\":{\"device\":\"/d1\",\"op\":\"delay\"}}", &r, &e),
+        -EINVAL);
+    assert_int_equal(
+        decode("{\"v\":1,\"cmd\":\"fault\",\"args\":{\"device\":\"/d1\",\"op\":\"melt\"}}", &r, &e), -EINVAL);
     assert_int_equal(decode("{\"v\":1,\"cmd\":\"fault\",\"args\":{\"device\":\"/d1\",\"op\":\"read\","
-                            "\"offset\":-1}}", &r, &e), -ERANGE);
+                            "\"offset\":-1}}",
+                            &r, &e),
+                     -ERANGE);
     assert_int_equal(decode("{\"v\":1,\"cmd\":\"fault\",\"args\":{\"device\":\"/d1\",\"op\":\"read\","
-                            "\"length\":\"big\"}}", &r, &e), -EINVAL);
+                            "\"length\":\"big\"}}",
+                            &r, &e),
+                     -EINVAL);
 }
 
 static void test_malformed(void **state)
 {
     static const char *const bad[] = {
-        "", "garbage", "{", "[]", "42", "\"status\"", "{\"cmd\":\"status\"}",
-        "{\"v\":\"1\",\"cmd\":\"status\"}", "{\"v\":1}", "{\"v\":1,\"cmd\":7}",
+        "",
+        "garbage",
+        "{",
+        "[]",
+        "42",
+        "\"status\"",
+        "{\"cmd\":\"status\"}",
+        "{\"v\":\"1\",\"cmd\":\"status\"}",
+        "{\"v\":1}",
+        "{\"v\":1,\"cmd\":7}",
         "{\"v\":1,\"cmd\":\"status\"} {\"v\":1,\"cmd\":\"status\"}",
-        "{\"v\":1,\"cmd\":\"status\"}x", "{\"v\":1,\"cmd\":\"status\",\"args\":[1]}",
+        "{\"v\":1,\"cmd\":\"status\"}x",
+        "{\"v\":1,\"cmd\":\"status\",\"args\":[1]}",
         "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
     };
     struct clr_ctl_request r;
@@ -178,7 +196,7 @@ static void test_request_encode(void **state)
     json_object_object_add(args, "device", json_object_new_string("/var/tmp/x/d0"));
     line = clr_ctl_request_encode("remove", args);
     assert_non_null(line);
-    assert_non_null(strstr(line, "/var/tmp/x/d0"));     /* slashes not escaped */
+    assert_non_null(strstr(line, "/var/tmp/x/d0")); /* slashes not escaped */
     assert_int_equal(clr_ctl_request_decode(line, strlen(line), &r, &e), 0);
     assert_int_equal(r.cmd, CLR_CTL_REMOVE);
     assert_string_equal(r.device, "/var/tmp/x/d0");
@@ -189,14 +207,10 @@ static void test_request_encode(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_status_ok),
-        cmocka_unit_test(test_every_command_name_round_trips),
-        cmocka_unit_test(test_device_commands),
-        cmocka_unit_test(test_fault),
-        cmocka_unit_test(test_malformed),
-        cmocka_unit_test(test_version_and_unknown),
-        cmocka_unit_test(test_oversized),
-        cmocka_unit_test(test_reply_encode_decode),
+        cmocka_unit_test(test_status_ok),       cmocka_unit_test(test_every_command_name_round_trips),
+        cmocka_unit_test(test_device_commands), cmocka_unit_test(test_fault),
+        cmocka_unit_test(test_malformed),       cmocka_unit_test(test_version_and_unknown),
+        cmocka_unit_test(test_oversized),       cmocka_unit_test(test_reply_encode_decode),
         cmocka_unit_test(test_request_encode),
     };
 

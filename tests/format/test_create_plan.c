@@ -68,8 +68,8 @@ static void test_regions(void **state)
     assert_int_equal(clr_create_plan(&p, sizes, 4, &plan, &e), 0);
     buf = malloc(plan.stride_bytes);
     assert_int_equal(clr_create_bitmap_region(&plan, 0, buf, plan.stride_bytes), 0);
-    assert_int_equal(buf[256], 0xff);                       /* needs initial resync */
-    assert_int_equal(buf[plan.stride_bytes - 1], 0xff);     /* mdadm pads with 0xff */
+    assert_int_equal(buf[256], 0xff);                   /* needs initial resync */
+    assert_int_equal(buf[plan.stride_bytes - 1], 0xff); /* mdadm pads with 0xff */
     assert_int_equal(clr_create_bitmap_region(&plan, 3, buf, plan.stride_bytes), 0);
     assert_int_equal(buf[256], 0);
     assert_int_equal(clr_create_bitmap_region(&plan, 4, buf, plan.stride_bytes), -EINVAL);
@@ -90,7 +90,7 @@ static void test_levels(void **state)
 
     (void)state;
     for (int i = 0; i < 8; i++)
-        sizes[i] = 409600 + (uint64_t)i * 2048;   /* mixed sizes: smallest wins */
+        sizes[i] = 409600 + (uint64_t)i * 2048; /* mixed sizes: smallest wins */
     params(&p, 6, 6);
     p.chunk_kib = 64;
     assert_int_equal(clr_create_plan(&p, sizes, 6, &plan, &e), 0);
@@ -104,7 +104,7 @@ static void test_levels(void **state)
     params(&p, 10, 3);
     assert_int_equal(clr_create_plan(&p, sizes, 3, &plan, &e), 0);
     assert_int_equal(plan.sb.layout, 0x102);
-    assert_int_equal(plan.sync_sectors, plan.array_sectors);   /* raid10: array size */
+    assert_int_equal(plan.sync_sectors, plan.array_sectors); /* raid10: array size */
     assert_int_equal(plan.array_sectors, plan.size * 3 / 2 / 1024 * 1024);
 
     params(&p, 5, 3);
@@ -122,14 +122,14 @@ static void test_refusals(void **state)
     struct clr_create_plan plan;
     struct clr_err e;
     uint64_t sizes[8] = { 409600, 409600, 409600, 409600, 409600, 409600, 409600, 409600 };
-    uint64_t tiny[2] = { 409600, 4095 };   /* 2 MiB less a sector */
+    uint64_t tiny[2] = { 409600, 4095 }; /* 2 MiB less a sector */
 
     (void)state;
     params(&p, 1, 2);
     assert_int_equal(clr_create_plan(&p, tiny, 2, &plan, &e), -ENOSPC);
     assert_non_null(strstr(e.msg, "needs at least"));
     params(&p, 1, 3);
-    assert_int_equal(clr_create_plan(&p, sizes, 2, &plan, &e), -EINVAL);   /* count */
+    assert_int_equal(clr_create_plan(&p, sizes, 2, &plan, &e), -EINVAL); /* count */
     params(&p, 1, 1);
     assert_int_equal(clr_create_plan(&p, sizes, 1, &plan, &e), -EINVAL);
     params(&p, 6, 3);
@@ -164,12 +164,12 @@ static void test_many_nodes_small_chunk_fit(void **state)
     struct clr_create_params p;
     struct clr_create_plan plan;
     struct clr_err e;
-    uint64_t sizes[2] = { 64ULL << 21, 64ULL << 21 };   /* 64 GiB */
+    uint64_t sizes[2] = { 64ULL << 21, 64ULL << 21 }; /* 64 GiB */
 
     (void)state;
     params(&p, 1, 2);
     p.nodes = 32;
-    p.bitmap_chunk_kib = 4;   /* 16M bits per slot: 2 MiB per region */
+    p.bitmap_chunk_kib = 4; /* 16M bits per slot: 2 MiB per region */
     assert_int_equal(clr_create_plan(&p, sizes, 2, &plan, &e), 0);
     assert_true(plan.stride_bytes >= (16ULL << 20) / 8);
     assert_true((8 + 8) * 512 + 32 * plan.stride_bytes <= plan.data_offset * 512);

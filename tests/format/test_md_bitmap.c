@@ -48,7 +48,7 @@ static void test_roundtrip(void **state)
     sample(&a);
     assert_int_equal(clr_bitmap_sb_encode(&a, buf, sizeof buf), 0);
     assert_int_equal(clr_get_le32(buf), 0x6d746962);
-    assert_memory_equal(buf, "bitm", 4);   /* "bitm" in byte order */
+    assert_memory_equal(buf, "bitm", 4); /* "bitm" in byte order */
     assert_int_equal(clr_get_le32(buf + 68), 4);
     assert_string_equal((char *)buf + 72, "clraidtest");
     assert_int_equal(clr_bitmap_sb_decode(buf, sizeof buf, UUID, &b, &e), 0);
@@ -85,7 +85,7 @@ static void test_stride_rounding(void **state)
 {
     (void)state;
     /* 8*(4096-256) bits fill one 4 KiB region exactly; one more bit needs two. */
-    uint64_t cs = 4096;   /* bytes -> 8 sectors per bit */
+    uint64_t cs = 4096; /* bytes -> 8 sectors per bit */
     assert_int_equal(clr_bitmap_stride_bytes(8 * (4096 - 256) * 8, cs), 4096);
     assert_int_equal(clr_bitmap_stride_bytes(8 * (4096 - 256) * 8 + 8, cs), 8192);
     assert_int_equal(clr_bitmap_bits(17, 4096), 3);
@@ -98,7 +98,7 @@ static void test_count(void **state)
     (void)state;
     assert_int_equal(clr_bitmap_count(bits, 32), 8 + 1 + 1 + 8);
     assert_int_equal(clr_bitmap_count(bits, 9), 9);
-    assert_int_equal(clr_bitmap_count(bits, 23), 9);   /* bit 23 excluded */
+    assert_int_equal(clr_bitmap_count(bits, 23), 9); /* bit 23 excluded */
     assert_int_equal(clr_bitmap_count(bits, 24), 10);
 }
 
@@ -110,12 +110,12 @@ static void test_decode_errors(void **state)
     static const uint8_t other[16] = { 9 };
 
     (void)state;
-#define TRY(mutate, want)                                            \
-    do {                                                             \
-        sample(&a);                                                  \
-        mutate;                                                      \
-        clr_bitmap_sb_encode(&a, buf, sizeof buf);                   \
-        assert_int_equal(clr_bitmap_sb_decode(buf, sizeof buf, UUID, &b, &e), want); \
+#define TRY(mutate, want)                                                                                    \
+    do {                                                                                                     \
+        sample(&a);                                                                                          \
+        mutate;                                                                                              \
+        clr_bitmap_sb_encode(&a, buf, sizeof buf);                                                           \
+        assert_int_equal(clr_bitmap_sb_decode(buf, sizeof buf, UUID, &b, &e), want);                         \
     } while (0)
     TRY(a.magic = 0, -ENODATA);
     TRY(a.version = 3, -EPROTO);
@@ -130,11 +130,11 @@ static void test_decode_errors(void **state)
 #undef TRY
     sample(&a);
     clr_bitmap_sb_encode(&a, buf, sizeof buf);
-    memset(buf + 72, 'x', 64);   /* name without a NUL */
+    memset(buf + 72, 'x', 64); /* name without a NUL */
     assert_int_equal(clr_bitmap_sb_decode(buf, sizeof buf, UUID, &b, &e), -EINVAL);
     sample(&a);
     clr_bitmap_sb_encode(&a, buf, sizeof buf);
-    buf[200] = 1;   /* padding */
+    buf[200] = 1; /* padding */
     assert_int_equal(clr_bitmap_sb_decode(buf, sizeof buf, UUID, &b, &e), -EINVAL);
     assert_int_equal(clr_bitmap_sb_decode(buf, 100, UUID, &b, &e), -EINVAL);
 }
@@ -148,7 +148,7 @@ static void test_fits(void **state)
     (void)state;
     sample(&b);
     sample_sb(&sb);
-    sb.data_offset = 40;   /* 4 slots end at sector 48 */
+    sb.data_offset = 40; /* 4 slots end at sector 48 */
     assert_int_equal(clr_bitmap_check_fits(&sb, &b, &e), -ERANGE);
     sample_sb(&sb);
     b.sync_size = sb.size + 1;
@@ -163,12 +163,9 @@ static void test_fits(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roundtrip),
-        cmocka_unit_test(test_worked_example_placement),
-        cmocka_unit_test(test_stride_rounding),
-        cmocka_unit_test(test_count),
-        cmocka_unit_test(test_decode_errors),
-        cmocka_unit_test(test_fits),
+        cmocka_unit_test(test_roundtrip),       cmocka_unit_test(test_worked_example_placement),
+        cmocka_unit_test(test_stride_rounding), cmocka_unit_test(test_count),
+        cmocka_unit_test(test_decode_errors),   cmocka_unit_test(test_fits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

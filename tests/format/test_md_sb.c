@@ -11,7 +11,7 @@
 #include "format/md_sb.h"
 
 static uint8_t buf[CLR_MD_SB_AREA_BYTES];
-static const uint64_t DEV = 2097152;   /* 1 GiB in sectors */
+static const uint64_t DEV = 2097152; /* 1 GiB in sectors */
 
 /* A valid 2-disk clustered RAID1 as in doc/architecture.md §2.6. */
 static void sample(struct clr_md_sb *sb)
@@ -82,7 +82,7 @@ static void test_csum_matches_md_algorithm(void **state)
 
     (void)state;
     sample(&a);
-    a.max_dev = 129;   /* odd: exercises the trailing 16-bit word */
+    a.max_dev = 129; /* odd: exercises the trailing 16-bit word */
     a.dev_roles[128] = CLR_MD_ROLE_SPARE;
     assert_int_equal(clr_md_sb_encode(&a, buf, sizeof buf), 0);
     /* Independent statement of the checksum (doc/architecture.md §2.2) with the csum field zeroed. */
@@ -171,17 +171,17 @@ static void test_offsets_inside_device(void **state)
     assert_int_equal(reencode_decode(&a, &b, &e), -ERANGE);
     assert_non_null(strstr(e.msg, "past the end"));
     sample(&a);
-    a.data_offset = 9;   /* inside the superblock */
+    a.data_offset = 9; /* inside the superblock */
     assert_int_equal(reencode_decode(&a, &b, &e), -ERANGE);
     sample(&a);
-    a.data_size = DEV;   /* a truncated device */
+    a.data_size = DEV; /* a truncated device */
     assert_int_equal(reencode_decode(&a, &b, &e), -ERANGE);
     assert_non_null(strstr(e.msg, "truncated"));
     sample(&a);
     a.size = a.data_size + 1;
     assert_int_equal(reencode_decode(&a, &b, &e), -ERANGE);
     sample(&a);
-    a.bitmap_offset = 5000;   /* bitmap inside the data area */
+    a.bitmap_offset = 5000; /* bitmap inside the data area */
     assert_int_equal(reencode_decode(&a, &b, &e), -ERANGE);
     sample(&a);
     a.bitmap_offset = -8;
@@ -209,11 +209,11 @@ static void test_absurd_counts(void **state)
     a.dev_number = 128;
     assert_int_equal(reencode_decode(&a, &b, &e), -ERANGE);
     sample(&a);
-    a.dev_roles[7] = 5;   /* role outside 0..raid_disks-1 */
+    a.dev_roles[7] = 5; /* role outside 0..raid_disks-1 */
     assert_int_equal(reencode_decode(&a, &b, &e), -ERANGE);
     sample(&a);
     a.dev_roles[2] = 0;
-    a.dev_roles[3] = 0;   /* role 0 claimed three times */
+    a.dev_roles[3] = 0; /* role 0 claimed three times */
     assert_int_equal(reencode_decode(&a, &b, &e), -ERANGE);
     /* max_dev beyond md's limit: write the raw field, csum cannot help. */
     sample(&a);
@@ -247,13 +247,13 @@ static void test_geometry_rules(void **state)
     assert_int_equal(reencode_decode(&a, &b, &e), -EINVAL);
     a.chunksize = 1024;
     a.level = 6;
-    assert_int_equal(reencode_decode(&a, &b, &e), -ERANGE);   /* 3 disks */
+    assert_int_equal(reencode_decode(&a, &b, &e), -ERANGE); /* 3 disks */
     a.level = 10;
     a.layout = 0x102;
     assert_int_equal(reencode_decode(&a, &b, &e), 0);
-    a.layout = 0x104;   /* 4 copies on 3 disks */
+    a.layout = 0x104; /* 4 copies on 3 disks */
     assert_int_equal(reencode_decode(&a, &b, &e), -ERANGE);
-    a.layout = 0x80102;   /* unknown bit 19 */
+    a.layout = 0x80102; /* unknown bit 19 */
     assert_int_equal(reencode_decode(&a, &b, &e), -EINVAL);
 }
 
@@ -329,18 +329,12 @@ static void test_uuid_formats(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roundtrip_every_field),
-        cmocka_unit_test(test_csum_matches_md_algorithm),
-        cmocka_unit_test(test_zeroed_device),
-        cmocka_unit_test(test_wrong_magic),
-        cmocka_unit_test(test_bad_checksum),
-        cmocka_unit_test(test_version_and_features),
-        cmocka_unit_test(test_offsets_inside_device),
-        cmocka_unit_test(test_absurd_counts),
-        cmocka_unit_test(test_geometry_rules),
-        cmocka_unit_test(test_array_sectors),
-        cmocka_unit_test(test_level_and_layout_names),
-        cmocka_unit_test(test_uuid_formats),
+        cmocka_unit_test(test_roundtrip_every_field),  cmocka_unit_test(test_csum_matches_md_algorithm),
+        cmocka_unit_test(test_zeroed_device),          cmocka_unit_test(test_wrong_magic),
+        cmocka_unit_test(test_bad_checksum),           cmocka_unit_test(test_version_and_features),
+        cmocka_unit_test(test_offsets_inside_device),  cmocka_unit_test(test_absurd_counts),
+        cmocka_unit_test(test_geometry_rules),         cmocka_unit_test(test_array_sectors),
+        cmocka_unit_test(test_level_and_layout_names), cmocka_unit_test(test_uuid_formats),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,93 +24,93 @@
 
 static int on_msg(void *arg, const struct clr_bcast_msg *m)
 {
-	(void)arg;
-	(void)m;
-	return 0;
+    (void)arg;
+    (void)m;
+    return 0;
 }
 
 static struct clr_ls *member(const char *name)
 {
-	struct clr_ls_config cfg = { .backend = "local", .name = name };
-	struct clr_ls *ls;
+    struct clr_ls_config cfg = { .backend = "local", .name = name };
+    struct clr_ls *ls;
 
-	assert_int_equal(clr_ls_open(&cfg, &ls), 0);
-	assert_int_equal(clr_ls_start_dispatch_thread(ls), 0);
-	return ls;
+    assert_int_equal(clr_ls_open(&cfg, &ls), 0);
+    assert_int_equal(clr_ls_start_dispatch_thread(ls), 0);
+    return ls;
 }
 
 struct sender {
-	struct clr_bcast *b;
-	int rc;
+    struct clr_bcast *b;
+    int rc;
 };
 
 static void *send_one(void *arg)
 {
-	struct sender *s = arg;
-	struct clr_bcast_msg m = { .type = 1 };
-	struct clr_bcast_result res;
+    struct sender *s = arg;
+    struct clr_bcast_msg m = { .type = 1 };
+    struct clr_bcast_result res;
 
-	s->rc = clr_bcast_send(s->b, &m, &res);
-	return NULL;
+    s->rc = clr_bcast_send(s->b, &m, &res);
+    return NULL;
 }
 
 static bool wanted(struct clr_bcast *b)
 {
-	bool w;
+    bool w;
 
-	pthread_mutex_lock(&b->mu);
-	w = b->token_wanted;
-	pthread_mutex_unlock(&b->mu);
-	return w;
+    pthread_mutex_lock(&b->mu);
+    w = b->token_wanted;
+    pthread_mutex_unlock(&b->mu);
+    return w;
 }
 
 static void test_token_given_after_busy_sender(void **state)
 {
-	struct clr_ls *la = member("bt1"), *lb = member("bt1");
-	struct clr_bcast *a, *b;
-	struct clr_bcast_msg m = { .type = 1 };
-	struct clr_bcast_result res;
-	struct sender s = { 0 };
-	pthread_t th;
-	uint64_t t0;
+    struct clr_ls *la = member("bt1"), *lb = member("bt1");
+    struct clr_bcast *a, *b;
+    struct clr_bcast_msg m = { .type = 1 };
+    struct clr_bcast_result res;
+    struct sender s = { 0 };
+    pthread_t th;
+    uint64_t t0;
 
-	(void)state;
-	/* a short timeout: the bug shows as b's token request timing out */
-	assert_int_equal(clr_bcast_open(la, on_msg, NULL, 3000, &a), 0);
-	assert_int_equal(clr_bcast_open(lb, on_msg, NULL, 3000, &b), 0);
-	/* a broadcasts and, unasked, keeps the token */
-	assert_int_equal(clr_bcast_send(a, &m, &res), 0);
-	assert_true(a->token_held);
-	assert_int_equal(clr_lock_mode(a->token), CLR_LOCK_EX);
-	/* a's sender is past its token_wanted check, not yet done */
-	pthread_mutex_lock(&a->send_mu);
-	s.b = b;
-	assert_int_equal(pthread_create(&th, NULL, send_one, &s), 0);
-	/* b's token request BASTs a; a's receiver finds send_mu busy */
-	t0 = clr_lock_now_ms();
-	while (!wanted(a) && clr_lock_now_ms() - t0 < 2000)
-		usleep(1000);
-	assert_true(wanted(a));
-	usleep(100000);
-	assert_int_equal(clr_lock_mode(a->token), CLR_LOCK_EX);
-	pthread_mutex_unlock(&a->send_mu);
-	/* a's receiver gives the token up now, not at b's timeout */
-	t0 = clr_lock_now_ms();
-	assert_int_equal(pthread_join(th, NULL), 0);
-	assert_int_equal(s.rc, 0);
-	assert_true(clr_lock_now_ms() - t0 < 2000);
-	assert_false(a->token_held);
-	clr_bcast_close(b);
-	clr_bcast_close(a);
-	clr_ls_close(lb);
-	clr_ls_close(la);
+    (void)state;
+    /* a short timeout: the bug shows as b's token request timing out */
+    assert_int_equal(clr_bcast_open(la, on_msg, NULL, 3000, &a), 0);
+    assert_int_equal(clr_bcast_open(lb, on_msg, NULL, 3000, &b), 0);
+    /* a broadcasts and, unasked, keeps the token */
+    assert_int_equal(clr_bcast_send(a, &m, &res), 0);
+    assert_true(a->token_held);
+    assert_int_equal(clr_lock_mode(a->token), CLR_LOCK_EX);
+    /* a's sender is past its token_wanted check, not yet done */
+    pthread_mutex_lock(&a->send_mu);
+    s.b = b;
+    assert_int_equal(pthread_create(&th, NULL, send_one, &s), 0);
+    /* b's token request BASTs a; a's receiver finds send_mu busy */
+    t0 = clr_lock_now_ms();
+    while (!wanted(a) && clr_lock_now_ms() - t0 < 2000)
+        usleep(1000);
+    assert_true(wanted(a));
+    usleep(100000);
+    assert_int_equal(clr_lock_mode(a->token), CLR_LOCK_EX);
+    pthread_mutex_unlock(&a->send_mu);
+    /* a's receiver gives the token up now, not at b's timeout */
+    t0 = clr_lock_now_ms();
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(s.rc, 0);
+    assert_true(clr_lock_now_ms() - t0 < 2000);
+    assert_false(a->token_held);
+    clr_bcast_close(b);
+    clr_bcast_close(a);
+    clr_ls_close(lb);
+    clr_ls_close(la);
 }
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_token_given_after_busy_sender),
-	};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_token_given_after_busy_sender),
+    };
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, NULL);
 }

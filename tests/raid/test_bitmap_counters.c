@@ -69,7 +69,7 @@ static void test_first_write_needs_flush(void **state)
     clr_bmc_render(b, 0, 10, img);
     assert_int_equal(img[0], 0x0f);
     assert_int_equal(img[1], 0x00);
-    clr_bmc_render(b, 2, 3, img);       /* chunks 2, 3, 4 -> bits 0, 1 */
+    clr_bmc_render(b, 2, 3, img); /* chunks 2, 3, 4 -> bits 0, 1 */
     assert_int_equal(img[0], 0x03);
 
     assert_int_equal(clr_bmc_start_write(b, 1200, 1, NULL, NULL), -ERANGE);
@@ -104,7 +104,7 @@ static void test_write_restarts_idle_clock(void **state)
 
     clr_bmc_start_write(b, 0, 8, NULL, NULL);
     clr_bmc_end_write(b, 0, 8, true);
-    assert_int_equal(sweep(b, out), 0);         /* armed */
+    assert_int_equal(sweep(b, out), 0); /* armed */
     /* a new write to the armed chunk: no flush (bit still set), and the
      * clock restarts */
     assert_int_equal(clr_bmc_start_write(b, 8, 8, NULL, NULL), 0);
@@ -122,7 +122,7 @@ static void test_pending_blocks_clear(void **state)
     clr_bmc_start_write(b, 0, 8, NULL, NULL);
     clr_bmc_end_write(b, 0, 8, true);
     for (int i = 0; i < 4; i++)
-        assert_int_equal(sweep(b, out), 0);    /* one still in flight */
+        assert_int_equal(sweep(b, out), 0); /* one still in flight */
     clr_bmc_end_write(b, 0, 8, true);
     assert_int_equal(sweep(b, out), 0);
     assert_int_equal(sweep(b, out), 1);
@@ -183,7 +183,7 @@ static void test_load_and_short_last_chunk(void **state)
 {
     struct clr_bmc *b = *state;
     uint64_t out[16];
-    const uint8_t disk[2] = { 0x81, 0x02 };     /* chunks 0, 7, 9 */
+    const uint8_t disk[2] = { 0x81, 0x02 }; /* chunks 0, 7, 9 */
 
     assert_int_equal(clr_bmc_load(b, disk, sizeof disk), 3);
     assert_true(clr_bmc_is_needed(b, 9));

@@ -15,23 +15,21 @@
 
 #include "raid/layout.h"
 
-static void geom(struct clr_raid_geom *g, int level, uint32_t layout,
-                 uint32_t chunk, uint32_t disks, uint64_t dev)
+static void geom(struct clr_raid_geom *g, int level, uint32_t layout, uint32_t chunk, uint32_t disks,
+                 uint64_t dev)
 {
     struct clr_err e = { { 0 } };
     int rc = clr_raid_geom_init(g, level, layout, chunk, disks, dev, &e);
 
     if (rc)
-        fail_msg("geom level %d layout 0x%x chunk %u disks %u: %s", level,
-                 layout, chunk, disks, e.msg);
+        fail_msg("geom level %d layout 0x%x chunk %u disks %u: %s", level, layout, chunk, disks, e.msg);
 }
 
 /* ------------------------------------------------------------------ */
 /* Validation                                                         */
 /* ------------------------------------------------------------------ */
 
-static void expect_invalid(int level, uint32_t layout, uint32_t chunk,
-                           uint32_t disks, uint64_t dev, int want)
+static void expect_invalid(int level, uint32_t layout, uint32_t chunk, uint32_t disks, uint64_t dev, int want)
 {
     struct clr_raid_geom g;
     struct clr_err e = { { 0 } };
@@ -46,24 +44,24 @@ static void test_validation(void **state)
     (void)state;
     expect_invalid(0, 0, 128, 2, 1024, -EOPNOTSUPP);
     expect_invalid(4, 0, 128, 3, 1024, -EOPNOTSUPP);
-    expect_invalid(5, 8, 128, 4, 1024, -EINVAL);        /* DDF is RAID6 only */
+    expect_invalid(5, 8, 128, 4, 1024, -EINVAL); /* DDF is RAID6 only */
     expect_invalid(5, 6, 128, 4, 1024, -EINVAL);
     expect_invalid(6, 7, 128, 4, 1024, -EINVAL);
     expect_invalid(6, 21, 128, 4, 1024, -EINVAL);
-    expect_invalid(6, 2, 128, 3, 1024, -EINVAL);        /* < 4 members */
+    expect_invalid(6, 2, 128, 3, 1024, -EINVAL); /* < 4 members */
     expect_invalid(5, 2, 128, 1, 1024, -EINVAL);
-    expect_invalid(5, 2, 12, 4, 1024, -EINVAL);         /* chunk not 2^n */
-    expect_invalid(5, 2, 4, 4, 1024, -EINVAL);          /* chunk < 4 KiB */
-    expect_invalid(5, 2, 128, 4, 100, -EINVAL);         /* < one chunk */
-    expect_invalid(10, 0x102, 128, 1, 1024, -EINVAL);   /* 2 copies, 1 disk */
-    expect_invalid(10, 0x103, 128, 2, 1024, -EINVAL);   /* 3 copies, 2 disks */
-    expect_invalid(10, 0x101, 128, 2, 1024, -EINVAL);   /* 1 copy */
-    expect_invalid(10, 0x202, 128, 3, 1024, -EINVAL);   /* 4 copies, 3 disks */
+    expect_invalid(5, 2, 12, 4, 1024, -EINVAL);       /* chunk not 2^n */
+    expect_invalid(5, 2, 4, 4, 1024, -EINVAL);        /* chunk < 4 KiB */
+    expect_invalid(5, 2, 128, 4, 100, -EINVAL);       /* < one chunk */
+    expect_invalid(10, 0x102, 128, 1, 1024, -EINVAL); /* 2 copies, 1 disk */
+    expect_invalid(10, 0x103, 128, 2, 1024, -EINVAL); /* 3 copies, 2 disks */
+    expect_invalid(10, 0x101, 128, 2, 1024, -EINVAL); /* 1 copy */
+    expect_invalid(10, 0x202, 128, 3, 1024, -EINVAL); /* 4 copies, 3 disks */
     expect_invalid(10, 0x102 | (1U << 19), 128, 4, 1024, -EINVAL);
     expect_invalid(10, 0x102 | (3U << 17), 128, 4, 1024, -EINVAL);
     expect_invalid(10, 0x202 | (1U << 17), 128, 4, 1024, -EINVAL); /* buggy variant */
     expect_invalid(10, 0x102, 96, 4, 1024, -EINVAL);
-    expect_invalid(10, 0x10202, 128, 5, 1024, -EINVAL);  /* md overlaps copies */
+    expect_invalid(10, 0x10202, 128, 5, 1024, -EINVAL); /* md overlaps copies */
     expect_invalid(10, 0x102, 128, 4, 64, -EINVAL);     /* too small */
     expect_invalid(1, 0, 0, 0, 1024, -EINVAL);
     expect_invalid(1, 0, 0, 2, 0, -EINVAL);
@@ -103,24 +101,24 @@ static void test_sizes(void **state)
     assert_int_equal(g.array_sectors, 1024 * 4);
 
     /* RAID10, md's raid10_size: chunks / far * disks / near. */
-    geom(&g, 10, 0x102, 8, 3, 69);          /* 8 chunks -> 8*3/2 = 12 */
+    geom(&g, 10, 0x102, 8, 3, 69); /* 8 chunks -> 8*3/2 = 12 */
     assert_int_equal(g.array_sectors, 12 * 8);
     assert_int_equal(clr_raid10_size(&g, 69), 12 * 8);
     assert_int_equal(g.used_dev_sectors, 64);
-    geom(&g, 10, 0x102, 8, 3, 7 * 8);       /* 7*3/2 = 10 (rounded down) */
+    geom(&g, 10, 0x102, 8, 3, 7 * 8); /* 7*3/2 = 10 (rounded down) */
     assert_int_equal(g.array_sectors, 10 * 8);
     assert_int_equal(g.used_dev_sectors, 7 * 8); /* ceil(10*2/3) = 7 */
-    geom(&g, 10, 0x201, 8, 4, 64);          /* f2: 8/2*4 = 16 chunks */
+    geom(&g, 10, 0x201, 8, 4, 64);               /* f2: 8/2*4 = 16 chunks */
     assert_int_equal(g.array_sectors, 16 * 8);
     assert_int_equal(g.stride, 32);
-    geom(&g, 10, 0x201, 8, 3, 72);          /* f2: 9/2*3 = 12 chunks */
+    geom(&g, 10, 0x201, 8, 3, 72); /* f2: 9/2*3 = 12 chunks */
     assert_int_equal(g.array_sectors, 12 * 8);
     assert_int_equal(g.used_dev_sectors, 64);
     assert_int_equal(g.stride, 32);
-    geom(&g, 10, 0x10201, 8, 4, 64);        /* o2 */
+    geom(&g, 10, 0x10201, 8, 4, 64); /* o2 */
     assert_int_equal(g.array_sectors, 16 * 8);
     assert_int_equal(g.stride, 8);
-    geom(&g, 10, 0x302, 8, 6, 30 * 8);      /* n2 f3: 30/3*6/2 = 30 */
+    geom(&g, 10, 0x302, 8, 6, 30 * 8); /* n2 f3: 30/3*6/2 = 30 */
     assert_int_equal(g.array_sectors, 30 * 8);
     assert_int_equal(g.copies, 6);
 }
@@ -134,8 +132,8 @@ struct stripe_row {
     uint32_t data[8];
 };
 
-static void check_rows(int level, uint32_t layout, uint32_t disks,
-                       const struct stripe_row *rows, unsigned nrows)
+static void check_rows(int level, uint32_t layout, uint32_t disks, const struct stripe_row *rows,
+                       unsigned nrows)
 {
     struct clr_raid_geom g;
     struct clr_raid_stripe st;
@@ -166,80 +164,65 @@ static void check_rows(int level, uint32_t layout, uint32_t disks,
     }
 }
 
-#define ROWS(...) ((const struct stripe_row[]){ __VA_ARGS__ })
+#define ROWS(...)  ((const struct stripe_row[]){ __VA_ARGS__ })
 #define NROWS(...) (sizeof(ROWS(__VA_ARGS__)) / sizeof(struct stripe_row))
-#define CHECK(level, layout, disks, ...) \
+#define CHECK(level, layout, disks, ...)                                                                     \
     check_rows(level, layout, disks, ROWS(__VA_ARGS__), NROWS(__VA_ARGS__))
 
 static void test_raid5_tables(void **state)
 {
     (void)state;
     /* 5 disks: P rotates 4,3,2,1,0; data fills after P, wrapping */
-    CHECK(5, CLR_RAID_ALGO_LEFT_SYMMETRIC, 5,
-          { 4, 0, { 0, 1, 2, 3 } }, { 3, 0, { 4, 0, 1, 2 } },
-          { 2, 0, { 3, 4, 0, 1 } }, { 1, 0, { 2, 3, 4, 0 } },
-          { 0, 0, { 1, 2, 3, 4 } }, { 4, 0, { 0, 1, 2, 3 } });
-    /* P rotates 4..0; data in disk order, skipping P */
-    CHECK(5, CLR_RAID_ALGO_LEFT_ASYMMETRIC, 5,
-          { 4, 0, { 0, 1, 2, 3 } }, { 3, 0, { 0, 1, 2, 4 } },
-          { 2, 0, { 0, 1, 3, 4 } }, { 1, 0, { 0, 2, 3, 4 } },
-          { 0, 0, { 1, 2, 3, 4 } }, { 4, 0, { 0, 1, 2, 3 } });
-    /* P rotates 0..4; data in disk order, skipping P */
-    CHECK(5, CLR_RAID_ALGO_RIGHT_ASYMMETRIC, 5,
-          { 0, 0, { 1, 2, 3, 4 } }, { 1, 0, { 0, 2, 3, 4 } },
-          { 2, 0, { 0, 1, 3, 4 } }, { 3, 0, { 0, 1, 2, 4 } },
-          { 4, 0, { 0, 1, 2, 3 } }, { 0, 0, { 1, 2, 3, 4 } });
-    /* P rotates 0..4; data fills after P, wrapping */
-    CHECK(5, CLR_RAID_ALGO_RIGHT_SYMMETRIC, 5,
-          { 0, 0, { 1, 2, 3, 4 } }, { 1, 0, { 2, 3, 4, 0 } },
-          { 2, 0, { 3, 4, 0, 1 } }, { 3, 0, { 4, 0, 1, 2 } },
+    CHECK(5, CLR_RAID_ALGO_LEFT_SYMMETRIC, 5, { 4, 0, { 0, 1, 2, 3 } }, { 3, 0, { 4, 0, 1, 2 } },
+          { 2, 0, { 3, 4, 0, 1 } }, { 1, 0, { 2, 3, 4, 0 } }, { 0, 0, { 1, 2, 3, 4 } },
           { 4, 0, { 0, 1, 2, 3 } });
-    CHECK(5, CLR_RAID_ALGO_PARITY_0, 5,
-          { 0, 0, { 1, 2, 3, 4 } }, { 0, 0, { 1, 2, 3, 4 } }, { 0, 0, { 1, 2, 3, 4 } });
-    CHECK(5, CLR_RAID_ALGO_PARITY_N, 5,
-          { 4, 0, { 0, 1, 2, 3 } }, { 4, 0, { 0, 1, 2, 3 } }, { 4, 0, { 0, 1, 2, 3 } });
+    /* P rotates 4..0; data in disk order, skipping P */
+    CHECK(5, CLR_RAID_ALGO_LEFT_ASYMMETRIC, 5, { 4, 0, { 0, 1, 2, 3 } }, { 3, 0, { 0, 1, 2, 4 } },
+          { 2, 0, { 0, 1, 3, 4 } }, { 1, 0, { 0, 2, 3, 4 } }, { 0, 0, { 1, 2, 3, 4 } },
+          { 4, 0, { 0, 1, 2, 3 } });
+    /* P rotates 0..4; data in disk order, skipping P */
+    CHECK(5, CLR_RAID_ALGO_RIGHT_ASYMMETRIC, 5, { 0, 0, { 1, 2, 3, 4 } }, { 1, 0, { 0, 2, 3, 4 } },
+          { 2, 0, { 0, 1, 3, 4 } }, { 3, 0, { 0, 1, 2, 4 } }, { 4, 0, { 0, 1, 2, 3 } },
+          { 0, 0, { 1, 2, 3, 4 } });
+    /* P rotates 0..4; data fills after P, wrapping */
+    CHECK(5, CLR_RAID_ALGO_RIGHT_SYMMETRIC, 5, { 0, 0, { 1, 2, 3, 4 } }, { 1, 0, { 2, 3, 4, 0 } },
+          { 2, 0, { 3, 4, 0, 1 } }, { 3, 0, { 4, 0, 1, 2 } }, { 4, 0, { 0, 1, 2, 3 } });
+    CHECK(5, CLR_RAID_ALGO_PARITY_0, 5, { 0, 0, { 1, 2, 3, 4 } }, { 0, 0, { 1, 2, 3, 4 } },
+          { 0, 0, { 1, 2, 3, 4 } });
+    CHECK(5, CLR_RAID_ALGO_PARITY_N, 5, { 4, 0, { 0, 1, 2, 3 } }, { 4, 0, { 0, 1, 2, 3 } },
+          { 4, 0, { 0, 1, 2, 3 } });
     /* 3 disks, the smallest striped case */
-    CHECK(5, CLR_RAID_ALGO_LEFT_SYMMETRIC, 3,
-          { 2, 0, { 0, 1 } }, { 1, 0, { 2, 0 } }, { 0, 0, { 1, 2 } });
+    CHECK(5, CLR_RAID_ALGO_LEFT_SYMMETRIC, 3, { 2, 0, { 0, 1 } }, { 1, 0, { 2, 0 } }, { 0, 0, { 1, 2 } });
     /* 2 disks: a mirror in RAID5 clothing */
-    CHECK(5, CLR_RAID_ALGO_LEFT_SYMMETRIC, 2,
-          { 1, 0, { 0 } }, { 0, 0, { 1 } }, { 1, 0, { 0 } });
+    CHECK(5, CLR_RAID_ALGO_LEFT_SYMMETRIC, 2, { 1, 0, { 0 } }, { 0, 0, { 1 } }, { 1, 0, { 0 } });
 }
 
 static void test_raid6_tables(void **state)
 {
     (void)state;
     /* md's default: P rotates n-1..0, Q right after P, data after Q */
-    CHECK(6, CLR_RAID_ALGO_LEFT_SYMMETRIC, 4,
-          { 3, 0, { 1, 2 } }, { 2, 3, { 0, 1 } },
-          { 1, 2, { 3, 0 } }, { 0, 1, { 2, 3 } }, { 3, 0, { 1, 2 } });
-    CHECK(6, CLR_RAID_ALGO_LEFT_SYMMETRIC, 6,
-          { 5, 0, { 1, 2, 3, 4 } }, { 4, 5, { 0, 1, 2, 3 } },
+    CHECK(6, CLR_RAID_ALGO_LEFT_SYMMETRIC, 4, { 3, 0, { 1, 2 } }, { 2, 3, { 0, 1 } }, { 1, 2, { 3, 0 } },
+          { 0, 1, { 2, 3 } }, { 3, 0, { 1, 2 } });
+    CHECK(6, CLR_RAID_ALGO_LEFT_SYMMETRIC, 6, { 5, 0, { 1, 2, 3, 4 } }, { 4, 5, { 0, 1, 2, 3 } },
           { 3, 4, { 5, 0, 1, 2 } }, { 2, 3, { 4, 5, 0, 1 } });
-    CHECK(6, CLR_RAID_ALGO_LEFT_ASYMMETRIC, 5,
-          { 4, 0, { 1, 2, 3 } }, { 3, 4, { 0, 1, 2 } },
+    CHECK(6, CLR_RAID_ALGO_LEFT_ASYMMETRIC, 5, { 4, 0, { 1, 2, 3 } }, { 3, 4, { 0, 1, 2 } },
           { 2, 3, { 0, 1, 4 } }, { 1, 2, { 0, 3, 4 } }, { 0, 1, { 2, 3, 4 } });
-    CHECK(6, CLR_RAID_ALGO_RIGHT_SYMMETRIC, 5,
-          { 0, 1, { 2, 3, 4 } }, { 1, 2, { 3, 4, 0 } }, { 2, 3, { 4, 0, 1 } },
-          { 3, 4, { 0, 1, 2 } }, { 4, 0, { 1, 2, 3 } });
+    CHECK(6, CLR_RAID_ALGO_RIGHT_SYMMETRIC, 5, { 0, 1, { 2, 3, 4 } }, { 1, 2, { 3, 4, 0 } },
+          { 2, 3, { 4, 0, 1 } }, { 3, 4, { 0, 1, 2 } }, { 4, 0, { 1, 2, 3 } });
     CHECK(6, CLR_RAID_ALGO_PARITY_0, 5, { 0, 1, { 2, 3, 4 } }, { 0, 1, { 2, 3, 4 } });
     CHECK(6, CLR_RAID_ALGO_PARITY_N, 5, { 3, 4, { 0, 1, 2 } }, { 3, 4, { 0, 1, 2 } });
     /* RAID5 left-symmetric on disks 0..3, Q fixed on disk 4 */
-    CHECK(6, CLR_RAID_ALGO_LEFT_SYMMETRIC_6, 5,
-          { 3, 4, { 0, 1, 2 } }, { 2, 4, { 3, 0, 1 } },
+    CHECK(6, CLR_RAID_ALGO_LEFT_SYMMETRIC_6, 5, { 3, 4, { 0, 1, 2 } }, { 2, 4, { 3, 0, 1 } },
           { 1, 4, { 2, 3, 0 } }, { 0, 4, { 1, 2, 3 } }, { 3, 4, { 0, 1, 2 } });
     CHECK(6, CLR_RAID_ALGO_PARITY_0_6, 5, { 0, 4, { 1, 2, 3 } });
     /* DDF N-continue: P rotates n-1..0, Q just before P, data after P */
-    CHECK(6, CLR_RAID_ALGO_ROTATING_N_CONTINUE, 5,
-          { 4, 3, { 0, 1, 2 } }, { 3, 2, { 4, 0, 1 } }, { 2, 1, { 3, 4, 0 } },
-          { 1, 0, { 2, 3, 4 } }, { 0, 4, { 1, 2, 3 } });
+    CHECK(6, CLR_RAID_ALGO_ROTATING_N_CONTINUE, 5, { 4, 3, { 0, 1, 2 } }, { 3, 2, { 4, 0, 1 } },
+          { 2, 1, { 3, 4, 0 } }, { 1, 0, { 2, 3, 4 } }, { 0, 4, { 1, 2, 3 } });
     /* DDF zero-restart: P rotates 0.., Q after P, data in disk order */
-    CHECK(6, CLR_RAID_ALGO_ROTATING_ZERO_RESTART, 5,
-          { 0, 1, { 2, 3, 4 } }, { 1, 2, { 0, 3, 4 } }, { 2, 3, { 0, 1, 4 } },
-          { 3, 4, { 0, 1, 2 } }, { 4, 0, { 1, 2, 3 } });
+    CHECK(6, CLR_RAID_ALGO_ROTATING_ZERO_RESTART, 5, { 0, 1, { 2, 3, 4 } }, { 1, 2, { 0, 3, 4 } },
+          { 2, 3, { 0, 1, 4 } }, { 3, 4, { 0, 1, 2 } }, { 4, 0, { 1, 2, 3 } });
     /* DDF N-restart: P starts on n-2 */
-    CHECK(6, CLR_RAID_ALGO_ROTATING_N_RESTART, 5,
-          { 3, 4, { 0, 1, 2 } }, { 2, 3, { 0, 1, 4 } });
+    CHECK(6, CLR_RAID_ALGO_ROTATING_N_RESTART, 5, { 3, 4, { 0, 1, 2 } }, { 2, 3, { 0, 1, 4 } });
 }
 
 /* md's syndrome order, restated independently: md walks the members from
@@ -304,11 +287,11 @@ static void test_raid6_qexp(void **state)
 struct copies_row {
     uint64_t chunk;
     uint32_t n;
-    struct clr_raid_loc c[4];   /* device sectors in chunks (x8) */
+    struct clr_raid_loc c[4]; /* device sectors in chunks (x8) */
 };
 
-static void check_copies(uint32_t layout, uint32_t disks, uint64_t dev,
-                         const struct copies_row *rows, unsigned nrows)
+static void check_copies(uint32_t layout, uint32_t disks, uint64_t dev, const struct copies_row *rows,
+                         unsigned nrows)
 {
     struct clr_raid_geom g;
     struct clr_raid_extent x;
@@ -319,70 +302,60 @@ static void check_copies(uint32_t layout, uint32_t disks, uint64_t dev,
         assert_int_equal(x.ncopies, rows[r].n);
         assert_int_equal(x.run, 3);
         for (unsigned i = 0; i < rows[r].n; i++) {
-            if (x.copy[i].disk != rows[r].c[i].disk ||
-                x.copy[i].sector != rows[r].c[i].sector * 8 + 5)
+            if (x.copy[i].disk != rows[r].c[i].disk || x.copy[i].sector != rows[r].c[i].sector * 8 + 5)
                 fail_msg("layout 0x%x disks %u chunk %llu copy %u: got (%u, %llu) "
-                         "want (%u, %llu)", layout, disks,
-                         (unsigned long long)rows[r].chunk, i, x.copy[i].disk,
+                         "want (%u, %llu)",
+                         layout, disks, (unsigned long long)rows[r].chunk, i, x.copy[i].disk,
                          (unsigned long long)x.copy[i].sector, rows[r].c[i].disk,
                          (unsigned long long)rows[r].c[i].sector * 8 + 5);
         }
     }
 }
 
-#define CROWS(...) ((const struct copies_row[]){ __VA_ARGS__ })
+#define CROWS(...)  ((const struct copies_row[]){ __VA_ARGS__ })
 #define NCROWS(...) (sizeof(CROWS(__VA_ARGS__)) / sizeof(struct copies_row))
-#define CCHECK(layout, disks, dev, ...) \
+#define CCHECK(layout, disks, dev, ...)                                                                      \
     check_copies(layout, disks, dev, CROWS(__VA_ARGS__), NCROWS(__VA_ARGS__))
 
 static void test_raid10_tables(void **state)
 {
     (void)state;
     /* n2, 4 disks: pairs (0,1) (2,3), rows advance every 2 chunks */
-    CCHECK(0x102, 4, 64,
-           { 0, 2, { { 0, 0 }, { 1, 0 } } }, { 1, 2, { { 2, 0 }, { 3, 0 } } },
+    CCHECK(0x102, 4, 64, { 0, 2, { { 0, 0 }, { 1, 0 } } }, { 1, 2, { { 2, 0 }, { 3, 0 } } },
            { 2, 2, { { 0, 1 }, { 1, 1 } } }, { 3, 2, { { 2, 1 }, { 3, 1 } } },
            { 15, 2, { { 2, 7 }, { 3, 7 } } });
     /* n2, 3 disks: a chunk's second copy wraps to disk 0 of the next row */
-    CCHECK(0x102, 3, 64,
-           { 0, 2, { { 0, 0 }, { 1, 0 } } }, { 1, 2, { { 2, 0 }, { 0, 1 } } },
+    CCHECK(0x102, 3, 64, { 0, 2, { { 0, 0 }, { 1, 0 } } }, { 1, 2, { { 2, 0 }, { 0, 1 } } },
            { 2, 2, { { 1, 1 }, { 2, 1 } } }, { 3, 2, { { 0, 2 }, { 1, 2 } } },
            { 11, 2, { { 1, 7 }, { 2, 7 } } });
     /* n3, 3 disks = a 3-way mirror */
     CCHECK(0x103, 3, 64, { 5, 3, { { 0, 5 }, { 1, 5 }, { 2, 5 } } });
     /* f2, 4 disks: raid0 in the first half, shifted by one disk in the
      * second half (stride 4 chunks) */
-    CCHECK(0x201, 4, 64,
-           { 0, 2, { { 0, 0 }, { 1, 4 } } }, { 1, 2, { { 1, 0 }, { 2, 4 } } },
+    CCHECK(0x201, 4, 64, { 0, 2, { { 0, 0 }, { 1, 4 } } }, { 1, 2, { { 1, 0 }, { 2, 4 } } },
            { 3, 2, { { 3, 0 }, { 0, 4 } } }, { 4, 2, { { 0, 1 }, { 1, 5 } } },
            { 15, 2, { { 3, 3 }, { 0, 7 } } });
     /* f2, 3 disks */
-    CCHECK(0x201, 3, 64,
-           { 0, 2, { { 0, 0 }, { 1, 4 } } }, { 2, 2, { { 2, 0 }, { 0, 4 } } },
+    CCHECK(0x201, 3, 64, { 0, 2, { { 0, 0 }, { 1, 4 } } }, { 2, 2, { { 2, 0 }, { 0, 4 } } },
            { 3, 2, { { 0, 1 }, { 1, 5 } } }, { 11, 2, { { 2, 3 }, { 0, 7 } } });
     /* o2, 4 disks: the copy sits in the next chunk row, shifted by one */
-    CCHECK(0x10201, 4, 64,
-           { 0, 2, { { 0, 0 }, { 1, 1 } } }, { 1, 2, { { 1, 0 }, { 2, 1 } } },
+    CCHECK(0x10201, 4, 64, { 0, 2, { { 0, 0 }, { 1, 1 } } }, { 1, 2, { { 1, 0 }, { 2, 1 } } },
            { 3, 2, { { 3, 0 }, { 0, 1 } } }, { 4, 2, { { 0, 2 }, { 1, 3 } } });
     /* o2, 3 disks */
-    CCHECK(0x10201, 3, 64,
-           { 0, 2, { { 0, 0 }, { 1, 1 } } }, { 2, 2, { { 2, 0 }, { 0, 1 } } },
+    CCHECK(0x10201, 3, 64, { 0, 2, { { 0, 0 }, { 1, 1 } } }, { 2, 2, { { 2, 0 }, { 0, 1 } } },
            { 3, 2, { { 0, 2 }, { 1, 3 } } });
     /* n2 f2 on 4 disks: near pair, far pair shifted by near_copies */
-    CCHECK(0x202, 4, 64,
-           { 0, 4, { { 0, 0 }, { 2, 4 }, { 1, 0 }, { 3, 4 } } },
+    CCHECK(0x202, 4, 64, { 0, 4, { { 0, 0 }, { 2, 4 }, { 1, 0 }, { 3, 4 } } },
            { 1, 4, { { 2, 0 }, { 0, 4 }, { 3, 0 }, { 1, 4 } } });
     /* f2 on 5 disks, far-set variant 2 (sets of near*far = 2 disks; the
      * last set takes the odd disk: {0,1} {2,3,4}) */
-    CCHECK(0x201 | (2U << 17), 5, 64,
-           { 0, 2, { { 0, 0 }, { 1, 4 } } }, { 1, 2, { { 1, 0 }, { 0, 4 } } },
+    CCHECK(0x201 | (2U << 17), 5, 64, { 0, 2, { { 0, 0 }, { 1, 4 } } }, { 1, 2, { { 1, 0 }, { 0, 4 } } },
            { 2, 2, { { 2, 0 }, { 3, 4 } } }, { 3, 2, { { 3, 0 }, { 4, 4 } } },
            { 4, 2, { { 4, 0 }, { 2, 4 } } });
     /* variant 0 on 5 disks: one set, plain rotation */
     CCHECK(0x201, 5, 64, { 4, 2, { { 4, 0 }, { 0, 4 } } });
     /* variant 1 (n/fc per set) on 4 disks: sets {0,1} {2,3} */
-    CCHECK(0x201 | (1U << 17), 4, 64,
-           { 0, 2, { { 0, 0 }, { 1, 4 } } }, { 1, 2, { { 1, 0 }, { 0, 4 } } },
+    CCHECK(0x201 | (1U << 17), 4, 64, { 0, 2, { { 0, 0 }, { 1, 4 } } }, { 1, 2, { { 1, 0 }, { 0, 4 } } },
            { 3, 2, { { 3, 0 }, { 2, 4 } } });
 }
 
@@ -398,7 +371,7 @@ static void test_raid10_tables(void **state)
 static void check_exhaustive(const struct clr_raid_geom *g)
 {
     uint64_t used = g->used_dev_sectors, n = g->raid_disks;
-    uint64_t *owner = calloc(n * used, sizeof *owner);   /* lsector + 1 */
+    uint64_t *owner = calloc(n * used, sizeof *owner); /* lsector + 1 */
     struct clr_raid_extent x;
     struct clr_raid_phys p;
     uint64_t hits = 0, np = 0, nq = 0, unused = 0;
@@ -416,11 +389,9 @@ static void check_exhaustive(const struct clr_raid_geom *g)
             for (uint32_t j = 0; j < i; j++)
                 assert_int_not_equal(x.copy[j].disk, c->disk);
             if (owner[c->disk * used + c->sector])
-                fail_msg("level %d layout 0x%x: (%u, %llu) holds both %llu and %llu",
-                         g->level, g->layout, c->disk,
-                         (unsigned long long)c->sector,
-                         (unsigned long long)owner[c->disk * used + c->sector] - 1,
-                         (unsigned long long)ls);
+                fail_msg("level %d layout 0x%x: (%u, %llu) holds both %llu and %llu", g->level, g->layout,
+                         c->disk, (unsigned long long)c->sector,
+                         (unsigned long long)owner[c->disk * used + c->sector] - 1, (unsigned long long)ls);
             owner[c->disk * used + c->sector] = ls + 1;
             hits++;
             assert_int_equal(clr_raid_unmap(g, c->disk, c->sector, &p), 0);
@@ -456,8 +427,8 @@ static void check_exhaustive(const struct clr_raid_geom *g)
             }
             if (p.role == CLR_RAID_ROLE_DATA)
                 fail_msg("level %d layout 0x%x: (%u, %llu) unmaps to data %llu "
-                         "but nothing maps there", g->level, g->layout, d,
-                         (unsigned long long)s, (unsigned long long)p.lsector);
+                         "but nothing maps there",
+                         g->level, g->layout, d, (unsigned long long)s, (unsigned long long)p.lsector);
             np += p.role == CLR_RAID_ROLE_P;
             nq += p.role == CLR_RAID_ROLE_Q;
             unused += p.role == CLR_RAID_ROLE_UNUSED;
@@ -467,8 +438,7 @@ static void check_exhaustive(const struct clr_raid_geom *g)
                 assert_true(s < used);
                 clr_raid_stripe_roles(g, s / g->chunk_sectors, &st);
                 assert_int_equal(p.role == CLR_RAID_ROLE_P ? st.pd : st.qd, d);
-                assert_int_equal(clr_raid_stripe_block(&st, d),
-                                 st.ndata + (p.role == CLR_RAID_ROLE_Q));
+                assert_int_equal(clr_raid_stripe_block(&st, d), st.ndata + (p.role == CLR_RAID_ROLE_Q));
             }
         }
     }
@@ -521,13 +491,12 @@ static void test_exhaustive_raid10(void **state)
                     continue;
                 for (uint32_t variant = 0; variant <= 2; variant++) {
                     for (int offset = 0; offset <= 1; offset++) {
-                        uint32_t layout = CLR_RAID10_LAYOUT(nc, fc, offset) |
-                                          variant << 17;
+                        uint32_t layout = CLR_RAID10_LAYOUT(nc, fc, offset) | variant << 17;
 
                         if (variant == 1 && fc > 1 && n / fc < nc * fc)
-                            continue;   /* refused, see test_validation */
+                            continue; /* refused, see test_validation */
                         if (offset && fc > 1 && nc > 1 && n % nc)
-                            continue;   /* refused, see test_validation */
+                            continue; /* refused, see test_validation */
                         /* several member sizes, to hit ragged ends */
                         for (uint64_t dc = 4; dc <= 13; dc += 3) {
                             geom(&g, 10, layout, 8, n, dc * 8 + 3);
@@ -570,7 +539,7 @@ static void test_stripes_and_pieces(void **state)
     assert_false(clr_raid_is_full_stripes(&g, 0, 511));
     assert_false(clr_raid_is_full_stripes(&g, 128, 512));
     assert_false(clr_raid_is_full_stripes(&g, 0, 0));
-    assert_false(clr_raid_is_full_stripes(&g, 4608, 1024));   /* past the end */
+    assert_false(clr_raid_is_full_stripes(&g, 4608, 1024)); /* past the end */
     assert_int_equal(clr_raid_stripe_of(&g, 1000, &stripe, &first, &len), 0);
     assert_int_equal(stripe, 1);
     assert_int_equal(first, 512);
@@ -589,7 +558,7 @@ static void test_stripes_and_pieces(void **state)
         left -= l;
         pieces++;
     }
-    assert_int_equal(pieces, 9);    /* 28, 7 x 128, 76 */
+    assert_int_equal(pieces, 9); /* 28, 7 x 128, 76 */
     at = 100;
     left = 1000;
     pieces = 0;
@@ -601,8 +570,8 @@ static void test_stripes_and_pieces(void **state)
         left -= l;
         pieces++;
     }
-    assert_int_equal(pieces, 3);    /* 412, 512, 76 */
-    assert_int_equal(clr_raid_chunk_piece(&g, 5110, 100), 10);   /* array end */
+    assert_int_equal(pieces, 3);                               /* 412, 512, 76 */
+    assert_int_equal(clr_raid_chunk_piece(&g, 5110, 100), 10); /* array end */
     assert_int_equal(clr_raid_chunk_piece(&g, 5120, 100), 0);
 
     geom(&g, 6, 2, 64, 6, 64 * 4);
@@ -640,19 +609,19 @@ static void test_enough(void **state)
     geom(&g, 6, 2, 8, 5, 80);
     assert_true(enough(&g, "14"));
     assert_false(enough(&g, "124"));
-    geom(&g, 10, 0x102, 8, 4, 80);          /* pairs (0,1) (2,3) */
+    geom(&g, 10, 0x102, 8, 4, 80); /* pairs (0,1) (2,3) */
     assert_true(enough(&g, "02"));
     assert_true(enough(&g, "13"));
     assert_false(enough(&g, "01"));
     assert_false(enough(&g, "23"));
-    geom(&g, 10, 0x102, 8, 3, 80);          /* pairs (0,1) (2,0) (1,2) */
+    geom(&g, 10, 0x102, 8, 3, 80); /* pairs (0,1) (2,0) (1,2) */
     assert_true(enough(&g, "2"));
     assert_false(enough(&g, "02"));
     assert_false(enough(&g, "12"));
-    geom(&g, 10, 0x201, 8, 4, 80);          /* f2: (0,1) (1,2) (2,3) (3,0) */
+    geom(&g, 10, 0x201, 8, 4, 80); /* f2: (0,1) (1,2) (2,3) (3,0) */
     assert_true(enough(&g, "02"));
     assert_false(enough(&g, "12"));
-    geom(&g, 10, 0x201 | (2U << 17), 8, 4, 80);  /* sets {0,1} {2,3} */
+    geom(&g, 10, 0x201 | (2U << 17), 8, 4, 80); /* sets {0,1} {2,3} */
     assert_true(enough(&g, "03"));
     assert_false(enough(&g, "01"));
 }

@@ -40,8 +40,8 @@ static uint8_t ref_pow2(unsigned e)
     return v;
 }
 
-static void ref_pq(unsigned ndata, size_t len, uint8_t *const *data,
-                   const uint8_t *qexp, uint8_t *p, uint8_t *q)
+static void ref_pq(unsigned ndata, size_t len, uint8_t *const *data, const uint8_t *qexp, uint8_t *p,
+                   uint8_t *q)
 {
     memset(p, 0, len);
     memset(q, 0, len);
@@ -70,7 +70,7 @@ static uint8_t rnd8(void)
 struct stripe {
     unsigned ndata;
     size_t len;
-    uint8_t *blk[CLR_RAID_MAX_DISKS + 2];   /* data..., P, Q */
+    uint8_t *blk[CLR_RAID_MAX_DISKS + 2]; /* data..., P, Q */
     uint8_t *orig[CLR_RAID_MAX_DISKS + 2];
 };
 
@@ -114,8 +114,7 @@ static void test_gf_field(void **state)
     (void)state;
     for (unsigned a = 0; a < 256; a++)
         for (unsigned b = 0; b < 256; b++)
-            assert_int_equal(clr_gf_mul((uint8_t)a, (uint8_t)b),
-                             ref_mul((uint8_t)a, (uint8_t)b));
+            assert_int_equal(clr_gf_mul((uint8_t)a, (uint8_t)b), ref_mul((uint8_t)a, (uint8_t)b));
     for (unsigned e = 0; e < 600; e++)
         assert_int_equal(clr_gf_exp2(e), ref_pow2(e));
     /* g = 2 generates the whole multiplicative group */
@@ -131,8 +130,8 @@ static void test_known_answer(void **state)
     (void)state;
     stripe_new(&s, 3, 64);
     memset(s.blk[0], 0x01, 64);
-    memset(s.blk[1], 0x80, 64);     /* 2 * 0x80 = 0x100 ^ 0x11d = 0x1d */
-    memset(s.blk[2], 0x40, 64);     /* 4 * 0x40 = 0x100 -> 0x1d */
+    memset(s.blk[1], 0x80, 64); /* 2 * 0x80 = 0x100 ^ 0x11d = 0x1d */
+    memset(s.blk[2], 0x40, 64); /* 4 * 0x40 = 0x100 -> 0x1d */
     assert_int_equal(clr_parity_pq_gen(3, 64, vp(&s), NULL, s.blk[3], s.blk[4]), 0);
     for (int i = 0; i < 64; i++) {
         assert_int_equal(s.blk[3][i], 0x01 ^ 0x80 ^ 0x40);
@@ -148,12 +147,10 @@ static void check_pq(unsigned ndata, size_t len, const uint8_t *qexp)
 
     stripe_new(&s, ndata, len);
     ref_pq(ndata, len, s.blk, qexp, p, q);
-    assert_int_equal(clr_parity_pq_gen(ndata, len, vp(&s), qexp, s.blk[ndata],
-                                       s.blk[ndata + 1]), 0);
+    assert_int_equal(clr_parity_pq_gen(ndata, len, vp(&s), qexp, s.blk[ndata], s.blk[ndata + 1]), 0);
     assert_memory_equal(s.blk[ndata], p, len);
     assert_memory_equal(s.blk[ndata + 1], q, len);
-    assert_int_equal(clr_parity_pq_check(ndata, len, vp(&s), qexp, s.blk[ndata],
-                                         s.blk[ndata + 1]), 0);
+    assert_int_equal(clr_parity_pq_check(ndata, len, vp(&s), qexp, s.blk[ndata], s.blk[ndata + 1]), 0);
     assert_int_equal(clr_parity_xor_check(ndata, len, vp(&s), s.blk[ndata]), 0);
     memset(s.blk[ndata], 0, len);
     assert_int_equal(clr_parity_xor_gen(ndata, len, vp(&s), s.blk[ndata]), 0);
@@ -161,17 +158,14 @@ static void check_pq(unsigned ndata, size_t len, const uint8_t *qexp)
 
     /* a single flipped bit anywhere is caught */
     s.blk[ndata + 1][len - 1] ^= 0x10;
-    assert_int_equal(clr_parity_pq_check(ndata, len, vp(&s), qexp, s.blk[ndata],
-                                         s.blk[ndata + 1]), -EBADMSG);
+    assert_int_equal(clr_parity_pq_check(ndata, len, vp(&s), qexp, s.blk[ndata], s.blk[ndata + 1]), -EBADMSG);
     s.blk[ndata + 1][len - 1] ^= 0x10;
     s.blk[ndata][0] ^= 1;
-    assert_int_equal(clr_parity_pq_check(ndata, len, vp(&s), qexp, s.blk[ndata],
-                                         s.blk[ndata + 1]), -EBADMSG);
+    assert_int_equal(clr_parity_pq_check(ndata, len, vp(&s), qexp, s.blk[ndata], s.blk[ndata + 1]), -EBADMSG);
     assert_int_equal(clr_parity_xor_check(ndata, len, vp(&s), s.blk[ndata]), -EBADMSG);
     s.blk[ndata][0] ^= 1;
     s.blk[ndata - 1][len / 2] ^= 0x80;
-    assert_int_equal(clr_parity_pq_check(ndata, len, vp(&s), qexp, s.blk[ndata],
-                                         s.blk[ndata + 1]), -EBADMSG);
+    assert_int_equal(clr_parity_pq_check(ndata, len, vp(&s), qexp, s.blk[ndata], s.blk[ndata + 1]), -EBADMSG);
     free(p);
     free(q);
     stripe_free(&s);
@@ -186,17 +180,17 @@ static void test_pq_vs_reference(void **state)
         for (size_t len = 64; len <= 4096; len *= 4) {
             check_pq(nd, len, NULL);
             for (unsigned k = 0; k < nd; k++) {
-                perm[k] = (uint8_t)((k * 5 + 3) % nd);      /* a permutation */
+                perm[k] = (uint8_t)((k * 5 + 3) % nd);          /* a permutation */
                 sparse[k] = (uint8_t)(k + (k >= 1) + (k >= 3)); /* with gaps */
             }
-            if (nd % 5 == 0)    /* k*5 mod nd is not a permutation then */
+            if (nd % 5 == 0) /* k*5 mod nd is not a permutation then */
                 for (unsigned k = 0; k < nd; k++)
                     perm[k] = (uint8_t)(nd - 1 - k);
             check_pq(nd, len, perm);
             check_pq(nd, len, sparse);
         }
     }
-    check_pq(3, 192, NULL);     /* odd multiple of 64 */
+    check_pq(3, 192, NULL); /* odd multiple of 64 */
 }
 
 /* md's Q for real layouts: data in logical order with qexp from the
@@ -287,7 +281,7 @@ static void test_raid6_recover(void **state)
         check_raid6_all_losses(nd, perm, 256);
         check_raid6_all_losses(nd, sparse, 256);
     }
-    check_raid6_all_losses(1, NULL, 64);    /* degenerate, still an MDS code */
+    check_raid6_all_losses(1, NULL, 64); /* degenerate, still an MDS code */
 }
 
 /* Read-modify-write parity update equals recomputing from scratch. */
@@ -316,10 +310,8 @@ static void test_rmw(void **state)
                 memcpy(fresh.blk[k], s.blk[k], 256);
             }
         }
-        assert_int_equal(clr_parity_rmw(nch, 256, olds, news, exps, s.blk[nd],
-                                        s.blk[nd + 1]), 0);
-        assert_int_equal(clr_parity_pq_check(nd, 256, vp(&fresh), qexp, s.blk[nd],
-                                             s.blk[nd + 1]), 0);
+        assert_int_equal(clr_parity_rmw(nch, 256, olds, news, exps, s.blk[nd], s.blk[nd + 1]), 0);
+        assert_int_equal(clr_parity_pq_check(nd, 256, vp(&fresh), qexp, s.blk[nd], s.blk[nd + 1]), 0);
         /* RAID5 flavour: P only */
         assert_int_equal(clr_parity_xor_gen(nd, 256, vp(&s), s.blk[nd]), 0);
         assert_int_equal(clr_parity_rmw(nch, 256, olds, news, NULL, s.blk[nd], NULL), 0);
