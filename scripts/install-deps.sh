@@ -14,7 +14,7 @@ fi
 
 PKGS="
  build-essential autoconf automake libtool pkg-config git
- clang libclang-rt-14-dev libfuzzer-14-dev valgrind shellcheck
+ clang clang-format libclang-rt-14-dev libfuzzer-14-dev valgrind shellcheck
  libcmocka-dev libblkid-dev libjson-c-dev liburing-dev libisal-dev
  libxml2-dev libxml2-utils uuid-runtime
  corosync libcpg-dev libquorum-dev libcmap-dev libcorosync-common-dev libqb-dev

@@ -2,6 +2,10 @@
 TEST_EXTENSIONS = .sh
 SH_LOG_COMPILER = $(SHELL)
 
+# --- the one C style (.clang-format) ---
+TESTS += tests/style.sh
+dist_check_SCRIPTS += tests/style.sh
+
 # --- unit tests (pure code) ---
 check_PROGRAMS += tests/format/test_md_sb tests/format/test_md_bitmap tests/format/test_create_plan
 TESTS += tests/format/test_md_sb tests/format/test_md_bitmap tests/format/test_create_plan
