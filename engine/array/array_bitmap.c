@@ -227,6 +227,11 @@ void *clr_arr_bm_daemon(void *arg)
         }
         if (a->stopping)
             break;
+        /* A frozen array clears no bits: a node frozen for lost quorum
+         * may be about to be taken over, and its dirty bits are what the
+         * survivors must find.  Sweeping resumes on a thaw. */
+        if (a->frozen)
+            continue;
         arr_mutex_unlock(&a->lock);
         arr_mutex_lock(&a->bm_lock);
         if (bm_sweep_locked(a))

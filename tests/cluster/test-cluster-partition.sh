@@ -115,6 +115,15 @@ done
 check "[ \"\$(st 1 .cluster.writes_held)\" = false ] && [ \"\$(st 1 .cluster.write_hold)\" = null ]" \
     "no write hold before the cut"
 
+# Node 3 keeps writing through the cut, so that its bitmap slot has dirty
+# bits when it freezes (a frozen engine clears none): the survivors'
+# takeover then has work to count, however slow the machine is.
+( while [ ! -e "$TESTDIR/n3stop" ]; do
+    timeout 60 qemu-io -f raw "$(uri 3)" -c "write -P 0x13 3145728 65536" >/dev/null 2>&1 || break
+done ) &
+n3w=$!
+HOLDERS="$HOLDERS $n3w"
+wait_st 3 '.counters.writes >= 3' 30 || fail "node 3's writer did not start"
 echo "== cut node 3 off"
 t_cut=$(now_ms)
 ip link set v3 down
@@ -125,6 +134,8 @@ wait_st 2 '.cluster.writes_held' 30
 check "[ \"\$(st 2 .cluster.writes_held)\" = true ]" "node 2: writes held"
 wait_st 3 '.frozen != null' 30
 check "[ \"\$(st 3 '.frozen != null')\" = true ]" "node 3 (no quorum) froze"
+touch "$TESTDIR/n3stop"
+check "[ \"\$(st 3 .bitmap.dirty_chunks)\" -ge 1 ]" "node 3 froze with dirty bits in its slot"
 h0=$(st 1 .cluster.write_hold.start_ms)
 echo "hold started $((h0 - t_cut)) ms after the cut"
 # a write on node 1 waits; a read completes
