@@ -9,7 +9,10 @@ CLRAID="$top_builddir/clraid"
 SBPATCH="$top_builddir/tests/format/sbpatch"
 
 skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# fail MSG: the test fails; MSG is said again after the cleanup's output,
+# so that it is the last line of the log (CI shows a log's tail)
+fail() { _fail_msg="$*"; echo "FAIL: $*" >&2; exit 1; }
+_fail_msg=""
 requires() { command -v "$1" >/dev/null 2>&1 || skip "$1 is not installed"; }
 requires_root() { [ "$(id -u)" = 0 ] || skip "needs root"; }
 # built_with_lock NAME: true if this build has the NAME (cpg, dlm) lock
@@ -28,6 +31,7 @@ _cleanup() {
     set +e
     eval "$_cleanup_cmds"
     rm -rf "$TESTDIR"
+    [ -z "$_fail_msg" ] || echo "FAIL (said above): $_fail_msg" >&2
     exit $rc
 }
 trap _cleanup EXIT

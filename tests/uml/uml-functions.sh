@@ -22,13 +22,14 @@
 # output of NAME is in $UML_DIR/NAME.console.
 #
 # Environment: UML_MEM (default 384M), UML_TIMEOUT (seconds per instance,
-# default 150), UML_HOSTDIRS (host dirs the guests need writable, e.g. the
+# default 420: a guard against a hung instance, not a time limit of the
+# test; a three-node run takes two minutes here, and more on a busy CI), UML_HOSTDIRS (host dirs the guests need writable, e.g. the
 # build tree; the work dir always is), UML_KEEP=DIR (copy the consoles and
 # the guests' logs there at exit).
 
 UML_KERNEL=${UML_KERNEL:-/usr/bin/linux.uml}
 UML_MEM=${UML_MEM:-384M}
-UML_TIMEOUT=${UML_TIMEOUT:-150}
+UML_TIMEOUT=${UML_TIMEOUT:-420}
 UML_LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 UML_NS=""
 UML_NODES=""
@@ -106,6 +107,7 @@ _uml_cmdline() {
 uml_run() {
     local name=$1 rc
     _uml_cmdline "$@"
+    date +%s >"$UML_DIR/$name.t0"
     # the instance's console is its stdout; UML's own ptrace children
     # follow its process group, which setsid makes ours to kill
     timeout -s KILL "$UML_TIMEOUT" setsid "${UML_CMD[@]}" </dev/null \
@@ -127,7 +129,14 @@ uml_results() { tr -d '\r' <"$UML_DIR/$1.console" | sed -n 's/^R //p'; }
 # uml_r NAME KEY: the value of NAME's last result line "R KEY value".
 uml_r() { uml_results "$1" | awk -v k="$2" '$1 == k { $1 = ""; sub(/^ /, ""); v = $0 } END { print v }'; }
 # uml_console_tail NAME [N]: the end of NAME's console, for a failure.
-uml_console_tail() { echo "--- console of $1 (tail):"; tr -d '\r' <"$UML_DIR/$1.console" | grep -v '^ \[<' | tail -n "${2:-40}"; }
+# It says how long NAME ran, against UML_TIMEOUT: an instance killed by
+# that guard ends without reporting (status 125).
+uml_console_tail() {
+    local t0
+    t0=$(cat "$UML_DIR/$1.t0" 2>/dev/null)
+    echo "--- console of $1 (tail; it ran $(($(date +%s) - ${t0:-0})) s, UML_TIMEOUT is $UML_TIMEOUT s):"
+    tr -d '\r' <"$UML_DIR/$1.console" | grep -v '^ \[<' | tail -n "${2:-40}"
+}
 
 # ---- several instances on a private network -----------------------------
 
@@ -178,6 +187,7 @@ uml_start() {
             "vec0:transport=tap,ifname=tap-$name,mac=$mac")
         UML_CMD=(ip netns exec "$UML_NS" "${UML_CMD[@]}")
     fi
+    date +%s >"$UML_DIR/$name.t0"
     timeout -s KILL "$UML_TIMEOUT" setsid "${UML_CMD[@]}" </dev/null \
         >"$UML_DIR/$name.console" 2>&1 &
     echo $! >"$UML_DIR/$name.bgpid"
