@@ -24,7 +24,10 @@ count() { sed -n "s/^# $1: *//p" test-suite.log 2>/dev/null | head -n 1; }
 pass=$(count PASS); fail=$(count FAIL); skip=$(count SKIP)
 xfail=$(count XFAIL); xpass=$(count XPASS); err=$(count ERROR)
 if [ -n "$fail" ]; then
-    for f in $(sed -n 's/^\(FAIL\|ERROR\): \(.*\)$/\2/p' test-suite.log 2>/dev/null); do
+    # the failed tests, from automake's per-test .trs records (the
+    # FAIL lines of test-suite.log include the tests' own output)
+    for t in $(grep -lE '^:test-result: (FAIL|ERROR|XPASS)' $(find tests -name '*.trs') 2>/dev/null); do
+        f=${t%.trs}
         echo "--- $f.log (tail)"; tail -n 30 "$f.log" 2>/dev/null || true
     done
 fi
