@@ -18,7 +18,8 @@ mkdir -p "$build/src"
 (cd "$top" && git ls-files -co --exclude-standard) | (cd "$top" && cpio -pdm --quiet "$build/src")
 cd "$build/src"
 ./autogen.sh >/dev/null 2>&1
-./configure -q CFLAGS="-O1 -g -fno-omit-frame-pointer $san" LDFLAGS="$san"
+# the lock-rank checks on, as in CI: the ranks are asserted under TSan too
+./configure -q --enable-lockrank CFLAGS="-O1 -g -fno-omit-frame-pointer $san" LDFLAGS="$san"
 make -j"$(nproc)" >/dev/null
 # Unit tests only: the shell tests start nbdkit/corosync, which would load
 # sanitized code into unsanitized hosts.
