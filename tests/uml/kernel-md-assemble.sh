@@ -182,9 +182,18 @@ crash_writes() {
     for ((i = 0; i < 32; i++)); do
         cmds="$cmds -c 'write -P 0x6b $((off + i * 65536)) 64k'"
     done
+    local w0
+    w0=$(st "$name" .counters.writes)
     (eval timeout "$T" qemu-io -f raw "'$(uri "$name")'" "$cmds" >/dev/null 2>&1 || true) &
     local writer=$!
-    sleep 0.4
+    # the kill comes once writes flow (qemu-io writes one at a time, each
+    # 40 ms on the slowed member): the third is then in flight, however
+    # long the client took to start
+    for ((i = 0; i < 600; i++)); do
+        [ "$(st "$name" .counters.writes)" -lt $((w0 + 3)) ] || break
+        sleep 0.05
+    done
+    [ "$i" -lt 600 ] || fail "$name: the writes before the kill did not start"
     engine_crash "$name"
     wait "$writer" || true
     echo "$off"
@@ -274,8 +283,8 @@ forward_end() {
         mv "$W/$name.head" "$W/$name.model" ;;
     esac
     if [ "$event" != kcrash ]; then
-        [ "$(st "$name" .state)" = clean ] || [ "$(st "$name" .state)" = active ] ||
-            fail "$name: state $(st "$name" .state) before stop"
+        state=$(st "$name" .state)
+        [ "$state" = clean ] || [ "$state" = active ] || fail "$name: state '$state' before stop"
         sha=$(export_sha "$name")
         msha=$(shaof <"$W/$name.model")
         if [ "$event" = crash ]; then
@@ -532,7 +541,9 @@ job_pump() {
         JOBQ=("${JOBQ[@]:1}")
         name=$1
         shift
-        { (trap - EXIT INT TERM; "$@") </dev/null >"$W/$name.log" 2>&1; echo $? >"$W/$name.rc"; } </dev/null &
+        # (set -e is on: the status is taken with ||, or a failed job
+        # would end before writing it and the boot loop wait for it forever)
+        { jrc=0; (trap - EXIT INT TERM; "$@") </dev/null >"$W/$name.log" 2>&1 || jrc=$?; echo "$jrc" >"$W/$name.rc"; } </dev/null &
         JOB_PIDS+=("$!")
     done
 }

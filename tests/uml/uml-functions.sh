@@ -57,6 +57,17 @@ uml_init() {
     if ! grep -qs ' /dev/shm tmpfs ' /proc/mounts; then
         skip "/dev/shm is not a tmpfs: UML cannot map its memory"
     fi
+    # One UML test at a time on this machine: under `make -j2` two of them
+    # would boot six instances on two cores, and their wall-clock bounds
+    # (hang guards) would measure the other test's load.  The other tests
+    # run on meanwhile.
+    # The lock is fd 9, which the instances do not inherit (9>&-).
+    command -v flock >/dev/null || skip "flock is not installed (package util-linux)"
+    exec 9>"${TMPDIR:-/var/tmp}/clraid-uml-tests.lock"
+    local t0
+    t0=$(date +%s)
+    flock -w 1500 9 || fail "uml: another UML test held ${TMPDIR:-/var/tmp}/clraid-uml-tests.lock for 25 minutes"
+    echo "uml: waited $(($(date +%s) - t0)) s for the other UML tests"
     UML_DIR=$TESTDIR/uml
     mkdir -p "$UML_DIR/umid" "$UML_DIR/modroot/lib/modules"
     ln -sfn "/usr/lib/uml/modules/$ver" "$UML_DIR/modroot/lib/modules/$ver"
@@ -110,7 +121,7 @@ uml_run() {
     date +%s >"$UML_DIR/$name.t0"
     # the instance's console is its stdout; UML's own ptrace children
     # follow its process group, which setsid makes ours to kill
-    timeout -s KILL "$UML_TIMEOUT" setsid "${UML_CMD[@]}" </dev/null \
+    timeout -s KILL "$UML_TIMEOUT" setsid "${UML_CMD[@]}" </dev/null 9>&- \
         >"$UML_DIR/$name.console" 2>&1 || true
     rc=$(_uml_exit "$name")
     uml_reap "$name"
@@ -188,7 +199,7 @@ uml_start() {
         UML_CMD=(ip netns exec "$UML_NS" "${UML_CMD[@]}")
     fi
     date +%s >"$UML_DIR/$name.t0"
-    timeout -s KILL "$UML_TIMEOUT" setsid "${UML_CMD[@]}" </dev/null \
+    timeout -s KILL "$UML_TIMEOUT" setsid "${UML_CMD[@]}" </dev/null 9>&- \
         >"$UML_DIR/$name.console" 2>&1 &
     echo $! >"$UML_DIR/$name.bgpid"
 }
