@@ -53,10 +53,14 @@
  * submit function that returns an error has not, and will not call it.
  *
  * Alignment: offsets and lengths of reads, writes, discards and zeroes must
- * be multiples of the device's logical block size, and buffers aligned to
- * it, in both direct and buffered mode, so that code tested on a buffered
- * file behaves the same on a real O_DIRECT disk. clr_io_alloc() gives
- * CLR_IO_ALIGN-aligned buffers, which satisfy every block size we accept.
+ * be multiples of the device's logical block size, in both direct and
+ * buffered mode, so that code tested on a buffered file behaves the same
+ * on a real O_DIRECT disk. Buffers must be aligned to the device's
+ * mem_align (clr_io_dev_info()): the logical block size for O_DIRECT
+ * members, 1 for members served through the page cache (buffered, or on
+ * tmpfs/ramfs), where the kernel copies from any address and a bounce
+ * buffer would only cost a copy. clr_io_alloc() gives CLR_IO_ALIGN-aligned
+ * buffers, which satisfy every block size we accept.
  *
  * Durability
  * ----------
@@ -166,7 +170,8 @@ enum {
 /** What clr_io_dev_info() reports about an open member. */
 struct clr_io_dev_info {
     uint64_t size;           /**< bytes */
-    uint32_t logical_block;  /**< bytes: alignment of offsets, lengths and buffers */
+    uint32_t logical_block;  /**< bytes: alignment of offsets and lengths */
+    uint32_t mem_align;      /**< bytes: alignment of buffers (1: any; else logical_block) */
     uint32_t physical_block; /**< bytes; equal to logical_block for files */
     bool is_blockdev;
     bool direct;          /**< true: O_DIRECT; false: buffered (fallback or asked) */

@@ -84,7 +84,13 @@ struct clr_io_req {
     uint64_t len;  /* total bytes */
     uint64_t done; /* bytes completed so far */
     int iovcnt;
-    int iovidx;                  /* first iovec not fully transferred */
+    int iovidx; /* first iovec not fully transferred */
+    /* A buffer not aligned for an O_DIRECT member goes through an aligned
+     * copy: bounce (of len bytes) in iov[0]; the caller's iovecs after
+     * it, at uiov, for a read to be copied back to on completion. */
+    void *bounce;
+    struct iovec *uiov;
+    int uiovcnt;
     struct __kernel_timespec ts; /* delay timer */
     struct iovec iov[];          /* our copy; advanced on short I/O */
 };

@@ -205,6 +205,9 @@ int clr_io_open(struct clr_io_ctx *ctx, const char *path, unsigned flags, struct
     }
 
     dev->info.inline_io = ctx->inline_buffered && (!dev->info.direct || dev->info.memory_backed);
+    /* Through the page cache (buffered, or tmpfs/ramfs even when opened
+     * O_DIRECT) the kernel copies from any address: no bounce needed. */
+    dev->info.mem_align = (!dev->info.direct || dev->info.memory_backed) ? 1 : dev->info.logical_block;
     atomic_init(&dev->can_discard, dev->info.can_discard);
     atomic_init(&dev->discard_nohide, dev->info.is_blockdev);
     /* Block devices: ZERO_RANGE is BLKZEROOUT, which the kernel emulates. */
