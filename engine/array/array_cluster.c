@@ -1005,6 +1005,7 @@ static int h_find_disk(void *arg, const uint8_t uuid[16], uint32_t dev_number, c
                 unsigned fl = (a->flags & CLR_ARRAY_BUFFERED) ? CLR_IO_OPEN_BUFFERED : 0;
 
                 if (clr_io_open(a->ctx, path, fl, &io) == 0) {
+                    clr_arr_mem_align_note(a, io);
                     arr_mutex_lock(&cl->mu);
                     if (cl->ncand < CL_MAX_CANDIDATES) {
                         struct cl_candidate *c = &cl->cand[cl->ncand++];
@@ -1089,6 +1090,7 @@ static int h_remote_readd(void *arg, uint32_t dev_number, const struct clr_mdc_r
         free(path);
         if (rc)
             return rc;
+        clr_arr_mem_align_note(a, io);
     }
     if (io || m->io) {
         if (read_sb_io(io ? io : m->io, a->sb.set_uuid, &sb) != 0)

@@ -32,6 +32,11 @@
 #define ARR_MAX_MEMBERS (CLR_RAID_MAX_DISKS + 32)
 #define ARR_SECTOR      512u
 #define ARR_NOWAIT_MAX  4
+/* request buffer pool: classes of 4 KiB << c, c < ARR_RB_CLASSES (up to
+ * 32 MiB, the largest request); idle buffers kept per class and in all */
+#define ARR_RB_CLASSES    14
+#define ARR_RB_PER_CLASS  8
+#define ARR_RB_KEEP_BYTES (48u << 20)
 
 enum arr_mstate {
     ARR_M_IN_SYNC,
@@ -201,6 +206,20 @@ struct clr_array {
     unsigned sp_nfree, sp_total, sp_max;
     size_t sp_bytes;
 
+    /* Request buffers (aligned copies of unaligned client buffers):
+     * idle ones are kept per power-of-two size class, up to
+     * ARR_RB_KEEP_BYTES in all, so that a request neither maps nor
+     * faults in fresh pages. */
+    struct arr_mutex rb_lock;
+    uint8_t *rb_free[ARR_RB_CLASSES][ARR_RB_PER_CLASS];
+    unsigned rb_n[ARR_RB_CLASSES];
+    size_t rb_kept;
+    /* the memory alignment member I/O needs of a buffer (1: none, every
+     * member is served through the page cache); only ever raised, when a
+     * member that needs more is opened (engine/io bounces a buffer that
+     * a request checked before that) */
+    atomic_uint mem_align;
+
     /* sync thread; fields under lock */
     pthread_t sync_thread;
     bool sync_thread_on;
@@ -285,6 +304,14 @@ void *clr_arr_bm_daemon(void *arg);
 
 /* ---- array_parity.c (stripe buffer pool) ---- */
 void clr_arr_pool_init(struct clr_array *a);
+/* Request buffers (array_state.c): an aligned buffer of at least @len
+ * bytes, from the pool or new; back to the pool with its length. */
+void clr_arr_rb_init(struct clr_array *a);
+void clr_arr_rb_destroy(struct clr_array *a);
+int clr_arr_rb_get(struct clr_array *a, size_t len, uint8_t **bufp);
+void clr_arr_rb_put(struct clr_array *a, uint8_t *buf, size_t len);
+/* A member was opened for I/O: a->mem_align covers what it needs. */
+void clr_arr_mem_align_note(struct clr_array *a, struct clr_io_dev *io);
 void clr_arr_pool_destroy(struct clr_array *a);
 
 /* ---- array_io.c ---- */

@@ -11,9 +11,10 @@
 
 #define ARR_MAX_REQ (32u << 20)
 
-static bool aligned_ptr(const void *p)
+/* @p needs no aligned copy for member I/O (see a->mem_align) */
+static bool aligned_ptr(struct clr_array *a, const void *p)
 {
-    return ((uintptr_t)p & (CLR_IO_ALIGN - 1)) == 0;
+    return ((uintptr_t)p & (atomic_load_explicit(&a->mem_align, memory_order_relaxed) - 1)) == 0;
 }
 
 /* ---- request entry, freeze ---- */
@@ -92,13 +93,13 @@ int clr_array_pread(struct clr_array *a, void *buf, uint32_t count, uint64_t off
     atomic_fetch_add(&a->n_reads, 1);
     s = offset & ~(uint64_t)(a->lbs - 1);
     e = (offset + count + a->lbs - 1) & ~(uint64_t)(a->lbs - 1);
-    if (s == offset && e == offset + count && aligned_ptr(buf)) {
+    if (s == offset && e == offset + count && aligned_ptr(a, buf)) {
         rc = checked_read(a, NULL, buf, s / ARR_SECTOR, (e - s) / ARR_SECTOR, false);
-    } else if ((rc = clr_io_alloc((void **)&b, e - s)) == 0) {
+    } else if ((rc = clr_arr_rb_get(a, e - s, &b)) == 0) {
         rc = checked_read(a, NULL, b, s / ARR_SECTOR, (e - s) / ARR_SECTOR, false);
         if (rc == 0)
             memcpy(buf, b + (offset - s), count);
-        clr_io_free(b);
+        clr_arr_rb_put(a, b, e - s);
     }
     req_exit(a);
     return rc;
@@ -151,7 +152,7 @@ static int merge_edges(struct clr_array *a, struct arr_req *rq, const void *buf,
 {
     uint64_t ls = s / ARR_SECTOR, bs = a->lbs / ARR_SECTOR;
     uint8_t *b;
-    int rc = clr_io_alloc((void **)&b, e - s);
+    int rc = clr_arr_rb_get(a, e - s, &b);
 
     if (rc)
         return rc;
@@ -212,7 +213,7 @@ static int locked_write(struct clr_array *a, const void *buf, uint64_t count, ui
         clr_arr_req_end(a, rq); /* nothing failed yet: nothing deferred */
         return -ESHUTDOWN;
     }
-    if (buf && (s != offset || e != offset + count || !aligned_ptr(buf))) {
+    if (buf && (s != offset || e != offset + count || !aligned_ptr(a, buf))) {
         rc = merge_edges(a, rq, buf, count, offset, s, e, &b);
         src = b;
     }
@@ -244,7 +245,7 @@ static int locked_write(struct clr_array *a, const void *buf, uint64_t count, ui
     drc = clr_arr_req_end(a, rq);
     if (rc == 0 && drc)
         rc = drc < 0 ? drc : -EIO;
-    clr_io_free(b);
+    clr_arr_rb_put(a, b, e - s);
     return rc;
 }
 

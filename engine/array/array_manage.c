@@ -299,7 +299,10 @@ static int open_member(struct clr_array *a, const char *path, struct clr_io_dev 
         ((a->flags & CLR_ARRAY_BUFFERED) ? CLR_IO_OPEN_BUFFERED : 0) | (a->cluster ? 0 : CLR_IO_OPEN_EXCL);
     int rc = clr_io_open(a->ctx, path, fl, io);
 
-    return rc ? clr_err_set(e, rc, "%s: cannot open: %s", path, strerror(-rc)) : 0;
+    if (rc)
+        return clr_err_set(e, rc, "%s: cannot open: %s", path, strerror(-rc));
+    clr_arr_mem_align_note(a, *io);
+    return 0;
 }
 
 /* Takes a new member into a->mem (a->lock held); -E2BIG when the array

@@ -20,6 +20,7 @@ static void close_members(struct clr_array *a)
     clr_io_ctx_destroy(a->ctx);
     a->ctx = NULL;
     clr_arr_pool_destroy(a);
+    clr_arr_rb_destroy(a);
     clr_io_free(a->sb_buf);
     clr_io_free(a->bm_buf);
     a->sb_buf = a->bm_buf = NULL;
@@ -32,12 +33,14 @@ static int open_members(struct clr_array *a, struct clr_err *e)
     int rc;
 
     clr_arr_pool_init(a);
+    clr_arr_rb_init(a);
     if (clr_io_alloc((void **)&a->sb_buf, (size_t)ARR_MAX_MEMBERS * CLR_MD_SB_AREA_BYTES) ||
         clr_io_alloc((void **)&a->bm_buf, a->bm_write_bytes)) {
         close_members(a);
         return clr_err_set(e, -ENOMEM, "out of memory");
     }
     a->lbs = ARR_SECTOR;
+    atomic_store(&a->mem_align, 1);
     for (unsigned i = 0; i < a->nmem; i++) {
         struct arr_member *m = a->mem[i];
         struct clr_io_dev_info info;
@@ -57,6 +60,7 @@ static int open_members(struct clr_array *a, struct clr_err *e)
         clr_io_dev_info(m->io, &info);
         if (info.logical_block > a->lbs)
             a->lbs = info.logical_block;
+        clr_arr_mem_align_note(a, m->io);
     }
     return 0;
 }

@@ -288,6 +288,83 @@ void clr_arr_status_no_cluster(struct clr_array *a, json_object *o)
     json_object_object_add(o, "cluster", c);
 }
 
+/* ---- request buffers ---- */
+
+void clr_arr_rb_init(struct clr_array *a)
+{
+    arr_mutex_init(&a->rb_lock, ARR_RANK_RB, "a->rb_lock");
+    memset(a->rb_n, 0, sizeof(a->rb_n));
+    a->rb_kept = 0;
+}
+
+void clr_arr_rb_destroy(struct clr_array *a)
+{
+    for (unsigned c = 0; c < ARR_RB_CLASSES; c++) {
+        for (unsigned i = 0; i < a->rb_n[c]; i++)
+            clr_io_free(a->rb_free[c][i]);
+        a->rb_n[c] = 0;
+    }
+    a->rb_kept = 0;
+    arr_mutex_destroy(&a->rb_lock);
+}
+
+/* The size class of @len: the smallest c with 4 KiB << c >= @len, or
+ * ARR_RB_CLASSES if none. */
+static unsigned rb_class(size_t len)
+{
+    unsigned c = 0;
+
+    while (c < ARR_RB_CLASSES && ((size_t)CLR_IO_ALIGN << c) < len)
+        c++;
+    return c;
+}
+
+int clr_arr_rb_get(struct clr_array *a, size_t len, uint8_t **bufp)
+{
+    unsigned c = rb_class(len);
+
+    if (c >= ARR_RB_CLASSES)
+        return clr_io_alloc((void **)bufp, len);
+    arr_mutex_lock(&a->rb_lock);
+    if (a->rb_n[c]) {
+        *bufp = a->rb_free[c][--a->rb_n[c]];
+        a->rb_kept -= (size_t)CLR_IO_ALIGN << c;
+        arr_mutex_unlock(&a->rb_lock);
+        return 0;
+    }
+    arr_mutex_unlock(&a->rb_lock);
+    return clr_io_alloc((void **)bufp, (size_t)CLR_IO_ALIGN << c);
+}
+
+void clr_arr_rb_put(struct clr_array *a, uint8_t *buf, size_t len)
+{
+    unsigned c = rb_class(len);
+    size_t sz = (size_t)CLR_IO_ALIGN << c;
+
+    if (!buf)
+        return;
+    if (c < ARR_RB_CLASSES) {
+        arr_mutex_lock(&a->rb_lock);
+        if (a->rb_n[c] < ARR_RB_PER_CLASS && a->rb_kept + sz <= ARR_RB_KEEP_BYTES) {
+            a->rb_free[c][a->rb_n[c]++] = buf;
+            a->rb_kept += sz;
+            buf = NULL;
+        }
+        arr_mutex_unlock(&a->rb_lock);
+    }
+    clr_io_free(buf);
+}
+
+void clr_arr_mem_align_note(struct clr_array *a, struct clr_io_dev *io)
+{
+    struct clr_io_dev_info info;
+    unsigned cur = atomic_load(&a->mem_align);
+
+    clr_io_dev_info(io, &info);
+    while (info.mem_align > cur && !atomic_compare_exchange_weak(&a->mem_align, &cur, info.mem_align))
+        ;
+}
+
 /* Completion of one leg (engine/io callback): its result, then its group. */
 void clr_arr_leg_done(void *arg, int res)
 {

@@ -32,6 +32,7 @@
  *  600  a->lock              array_state.c     rl.mu, sp_lock
  *  700  rl.mu                array_state.c     nothing (inside rl_lock/unlock)
  *  710  a->sp_lock           array_parity.c    nothing
+ *  720  a->rb_lock           array_state.c     nothing (request buffer pool)
  */
 #ifndef CLRAID_ARRAY_LOCKRANK_H
 #define CLRAID_ARRAY_LOCKRANK_H
@@ -50,6 +51,7 @@ enum arr_rank {
     ARR_RANK_ARRAY = 600,
     ARR_RANK_RL = 700,
     ARR_RANK_SP = 710,
+    ARR_RANK_RB = 720,
 };
 
 struct arr_mutex {
