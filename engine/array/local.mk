@@ -25,6 +25,10 @@ tests_array_test_array_SOURCES = tests/array/test_array.c tests/array/array_test
 tests_array_test_array_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JSONC_CFLAGS)
 tests_array_test_array_LDADD = libclraid.la $(CMOCKA_LIBS) $(JSONC_LIBS) $(URING_LIBS) $(ISAL_LIBS)
 
+# The same on tmpfs members: served inline, client buffers taken as they are.
+TESTS += tests/array/array-on-tmpfs.sh
+dist_check_SCRIPTS += tests/array/array-on-tmpfs.sh
+
 # Cluster mode: several arrays in one process on the same member files,
 # the md-cluster protocol on the in-process local lock backend.
 check_PROGRAMS += tests/array/test_array_cluster
