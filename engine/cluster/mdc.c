@@ -323,6 +323,13 @@ int clr_mdc_init(struct clr_mdc *m, const struct clr_mdc_config *c, const struct
     if (!m->c.window_sectors)
         m->c.window_sectors = 65536;
     m->bm_bytes = (size_t)((nchunks(m) + 7) / 8);
+    m->join_bits = malloc(m->bm_bytes);
+    m->take_bits = malloc(m->bm_bytes);
+    m->gather_bits = malloc(m->bm_bytes);
+    if (!m->join_bits || !m->take_bits || !m->gather_bits) {
+        clr_mdc_destroy(m);
+        return -ENOMEM;
+    }
     m->win_from = -1;
     m->last_taken_slot = -1;
     return 0;
@@ -330,6 +337,10 @@ int clr_mdc_init(struct clr_mdc *m, const struct clr_mdc_config *c, const struct
 
 void clr_mdc_destroy(struct clr_mdc *m)
 {
+    free(m->join_bits);
+    free(m->take_bits);
+    free(m->gather_bits);
+    m->join_bits = m->take_bits = m->gather_bits = NULL;
     pthread_mutex_destroy(&m->mu);
 }
 
@@ -359,9 +370,8 @@ int clr_mdc_join(struct clr_mdc *m)
     char res[16];
     int r;
 
-    bits = calloc(1, m->bm_bytes);
-    if (!bits)
-        return -ENOMEM;
+    bits = m->join_bits;
+    memset(bits, 0, m->bm_bytes);
     /* The lockspace gave us the slot, so another holder of its lock can
      * only be a survivor taking over our previous incarnation's bits:
      * wait for it to finish.  EX first: a joiner reading our LVB waits
@@ -472,7 +482,6 @@ int clr_mdc_join(struct clr_mdc *m)
         m->h.want_resync(m->h.arg);
     mlog(m, LOG_INFO, "cluster: joined as slot %u of %u (%" PRIu64 " dirty chunk(s))", m->c.slot, m->c.nodes,
          total);
-    free(bits);
     return 0;
 
 fail:
@@ -484,7 +493,6 @@ fail:
     clr_mdc_bitmap_res(m->c.slot, res, sizeof(res));
     m->h.unlock(m->h.arg, res);
 out:
-    free(bits);
     return r;
 }
 
@@ -662,11 +670,10 @@ out:
 
 int clr_mdc_recover(struct clr_mdc *m)
 {
-    uint8_t *bits = calloc(1, m->bm_bytes);
+    uint8_t *bits = m->take_bits;
     int r = 0;
 
-    if (!bits)
-        return -ENOMEM;
+    memset(bits, 0, m->bm_bytes);
     for (;;) {
         uint64_t p;
         unsigned s;
@@ -688,7 +695,6 @@ int clr_mdc_recover(struct clr_mdc *m)
         if (r)
             break;
     }
-    free(bits);
     return r;
 }
 
@@ -1013,18 +1019,16 @@ int clr_mdc_send_readd(struct clr_mdc *m, uint32_t dev_number)
 
 int clr_mdc_gather_bitmaps(struct clr_mdc *m)
 {
-    uint8_t *bits = calloc(1, m->bm_bytes);
+    uint8_t *bits = m->gather_bits;
     int r = 0;
 
-    if (!bits)
-        return -ENOMEM;
+    memset(bits, 0, m->bm_bytes);
     for (unsigned j = 0; j < m->c.nodes && !r; j++) {
         uint64_t cnt, lo, hi;
 
         if (j != m->c.slot)
             r = merge_slot(m, j, bits, &cnt, &lo, &hi);
     }
-    free(bits);
     return r;
 }
 

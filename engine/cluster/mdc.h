@@ -190,6 +190,11 @@ struct clr_mdc {
     struct clr_mdc_host h;
     struct clr_mdc_config c;
     size_t bm_bytes; /* on-disk bits per slot: ceil(nchunks / 8) */
+    /* scratch of bm_bytes each, allocated with the state: for the join,
+     * the takeovers and the gathering, which may run at once; a node
+     * that dies in one leaves nothing allocated behind (the simulator's
+     * crashed nodes) */
+    uint8_t *join_bits, *take_bits, *gather_bits;
     bool joined, leaving;
     /* remote resync window (one per array, as current md) */
     int win_from; /* slot, -1: none */

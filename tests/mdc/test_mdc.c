@@ -272,6 +272,8 @@ static void init_node(struct mock_cluster *c, int i, unsigned slot)
                                   .chunk_sectors = CHUNK,
                                   .window_sectors = 4 * CHUNK };
 
+    if (n->c) /* a node started again: its old state goes first */
+        clr_mdc_destroy(&n->m);
     memset(n, 0, sizeof(*n));
     n->c = c;
     n->owner = 100 + (uint64_t)i * 10 + slot;
