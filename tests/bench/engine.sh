@@ -369,6 +369,44 @@ bench_clraid() {   # row dir level ndev create-extra start-extra
     rm -f "${devs[@]}"
 }
 
+# bench_sweep DIR: one RAID1 on DIR, sequential writes then reads with the
+# request size doubling from 4 KiB to 4 MiB (queue depth 8, SWEEP_RT
+# seconds each); MB/s per size in SW_W[size] / SW_R[size].
+SWEEP_SIZES="4k 8k 16k 32k 64k 128k 256k 512k 1M 2M 4M"
+declare -A SW_W SW_R
+sweep_dir=
+bench_sweep() {
+    local d=$1 name=bsw-$$ rundir=$WORK/run-sweep bs rw o v
+    sweep_dir=$d
+    local msize=$((WS + 64 * 1024 * 1024))
+    truncate -s "$msize" "$d/s0" "$d/s1"
+    mkdir -p "$rundir"
+    if ! "$CLRAID" create --level=1 --raid-devices=2 --nodes=4 --home-cluster=b --assume-clean \
+            --name="$name" "$d/s0" "$d/s1" >>"$LOG" 2>&1; then
+        echo "  sweep: clraid create failed (see $LOG)"; rm -f "$d/s0" "$d/s1"; return
+    fi
+    servers+=("$rundir/$name.pid|$CLRAID stop $name --run-dir $rundir")
+    if ! timeout 60 "$CLRAID" start "$name" "$d/s0" "$d/s1" --run-dir "$rundir" >>"$LOG" 2>&1 ||
+            ! wait_for "$rundir/$name.sock"; then
+        echo "  sweep: clraid start failed (see $LOG)"; stop_servers; rm -f "$d/s0" "$d/s1"; return
+    fi
+    echo "== sweep: RAID1 on $d, request size 4 KiB to 4 MiB"
+    for rw in write read; do
+        for bs in $SWEEP_SIZES; do
+            o=$WORK/sweep.$rw.$bs.json
+            fio --name=sweep --ioengine=nbd --uri="nbd+unix:///?socket=$rundir/$name.sock" \
+                --size=$WS --rw=$rw --bs=$bs --iodepth=8 --time_based --ramp_time="$RAMP" \
+                --runtime="$SWEEP_RT_MS"ms --output-format=json --output="$o" >>"$LOG" 2>&1
+            v=$(fio_json "$o" '.jobs[0] | (.read.bw_bytes + .write.bw_bytes) / 1000000')
+            if [ "$rw" = write ]; then SW_W[$bs]=$v; else SW_R[$bs]=$v; fi
+            printf '  %-5s %-5s %8.0f MB/s\n' "$rw" "$bs" "${v:-0}"
+        done
+    done
+    stop_servers
+    rm -f "$d/s0" "$d/s1"
+}
+SWEEP_RT_MS=$(echo "$RT * 1000 / 2" | bc)
+
 # ---------------------------------------------------------------- run
 t_start=$(date +%s)
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -399,6 +437,13 @@ for dir in $BENCH_DIRS; do
     fi
     rm -rf "$d"
 done
+
+if want sweep; then
+    sd=$(mktemp -d "${BENCH_DIRS%% *}/clraid-bench.XXXXXX") || die "cannot write in ${BENCH_DIRS%% *}"
+    memdirs+=("$sd")
+    bench_sweep "$sd"
+    rm -rf "$sd"
+fi
 
 bench_nbdkit nbdkit-memory-last memory "$WS"
 a=nbdkit-memory-first b=nbdkit-memory-last
@@ -490,6 +535,15 @@ table() {   # title kind(abs|ratio|cpu)
                 m=$(val nbdkit-memory "$job")
                 cell=$(ratio "$v" "$m"); [ -n "$cell" ] && cell=$(printf '%.2f' "$cell")
                 ;;
+            rawratio)
+                # the same directory's raw file (fio io_uring O_DIRECT):
+                # where the disk is the limit, this is the ceiling
+                cell=
+                if [ "${row#*@}" != "$row" ]; then
+                    m=$(val "raw-file@${row#*@}" "$job")
+                    cell=$(ratio "$v" "$m"); [ -n "$cell" ] && cell=$(printf '%.2f' "$cell")
+                fi
+                ;;
             cpu)
                 cell=
                 [ -n "${R_CPU[$row|$job]:-}" ] && [ "$v" != ERR ] &&
@@ -521,6 +575,52 @@ target() {
     verdicts+=("$line")
 }
 
+# target_max LABEL VALUE MAX: PASS if VALUE <= MAX (lower is better).
+target_max() {
+    local label=$1 v=$2 max=$3 line
+    if [ -z "$v" ]; then
+        line=$(printf '%-62s %s' "$label" "NOT MEASURED")
+    elif [ "$(echo "$v <= $max" | bc)" = 1 ]; then
+        line=$(printf '%-62s %-5s (%.2fx, need <= %s)' "$label" PASS "$v" "$max")
+    else
+        line=$(printf '%-62s %-5s (%.2fx, need <= %s)' "$label" FAIL "$v" "$max")
+    fi
+    verdicts+=("$line")
+}
+# cpu_gb ROW JOB: server CPU seconds per GB moved.
+cpu_gb() { [ -n "${R_CPU[$1|$2]:-}" ] && ratio "${R_CPU[$1|$2]}" "${R_GB[$1|$2]}"; }
+
+# sweep_table: MB/s by request size, and the sweep's target (MB/s never
+# falls as the size grows: each size within SWEEP_TOL of the best smaller
+# one, the tolerance being the run-to-run noise of a short fio job here).
+SWEEP_TOL=${SWEEP_TOL:-0.10}
+sweep_table() {
+    local bs rw best v fell=""
+    [ -n "$sweep_dir" ] || return 0
+    printf '\nSweep: RAID1 on %s, sequential, queue depth 8, MB/s by request size\n' "$sweep_dir"
+    printf '%-6s' rw; for bs in $SWEEP_SIZES; do printf '%7s' "$bs"; done; printf '\n'
+    for rw in write read; do
+        printf '%-6s' "$rw"; best=0
+        for bs in $SWEEP_SIZES; do
+            if [ "$rw" = write ]; then v=${SW_W[$bs]:-}; else v=${SW_R[$bs]:-}; fi
+            printf '%7.0f' "${v:-0}"
+            [[ $v =~ ^[0-9.]+$ ]] || { fell="$fell $rw@$bs(not measured)"; continue; }
+            if [ "$(echo "$v < $best * (1 - $SWEEP_TOL)" | bc -l)" = 1 ]; then
+                fell="$fell $rw@$bs"
+            fi
+            [ "$(echo "$v > $best" | bc -l)" = 1 ] && best=$v
+        done
+        printf '\n'
+    done
+    if [ -z "$fell" ]; then
+        verdicts+=("$(printf '%-62s %-5s (no size below the best smaller one by over %s)' \
+            "sweep: MB/s as requests grow 4 KiB..4 MiB, RAID1 [$(dirtag "$sweep_dir")]" PASS "$SWEEP_TOL")")
+    else
+        verdicts+=("$(printf '%-62s %-5s (falls at:%s)' \
+            "sweep: MB/s as requests grow 4 KiB..4 MiB, RAID1 [$(dirtag "$sweep_dir")]" FAIL "$fell")")
+    fi
+}
+
 {
     echo "clraid engine benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cpus"
     echo "working set $BENCH_SIZE MiB per target, $RT s per job after a $RAMP ramp (time_based), fio $(fio --version)"
@@ -528,6 +628,7 @@ target() {
     echo "clraid plugin: ${CLRAID_NBDKIT_PLUGIN:-(clraid start default)}"
     table "Throughput (4k columns: IOPS; 1M columns: MB/s)" abs
     table "Ratio vs nbdkit-memory (mean of its first and last run; same job)" ratio
+    table "Ratio vs raw-file in the same directory (where the disk is the limit, the ceiling)" rawratio
     table "Server CPU seconds per GB moved (nbdkit / qemu-storage-daemon utime+stime)" cpu
     table "Noise: CPU used by processes other than fio and the server, % of all cores" other
 
@@ -542,7 +643,18 @@ target() {
             "$(ratio "$(val "$r1" sw1M)" "$(val nbdkit-memory sw1M)")" 0.7
         target "RAID6 1M seq write (full stripes) vs nbdkit-memory [$tag]" \
             "$(ratio "$(val "$r6" sw1M)" "$(val nbdkit-memory sw1M)")" 0.6
+        target "RAID1 1M seq read vs nbdkit-memory [$tag]" \
+            "$(ratio "$(val "$r1" sr1M)" "$(val nbdkit-memory sr1M)")" 0.8
+        target "RAID5 4k randwrite qd32 (read-modify-write) vs nbdkit-memory [$tag]" \
+            "$(ratio "$(val "clraid-raid5@$tag" rw4k_q32)" "$(val nbdkit-memory rw4k_q32)")" 0.35
+        target "RAID6 4k randwrite qd32 (read-modify-write) vs nbdkit-memory [$tag]" \
+            "$(ratio "$(val "$r6" rw4k_q32)" "$(val nbdkit-memory rw4k_q32)")" 0.35
+        for job in sw1M sr1M; do
+            target_max "RAID1 CPU s/GB, ${JOB_HEAD[$job]%% MB/s} vs nbdkit-file [$tag]" \
+                "$(ratio "$(cpu_gb "$r1" $job)" "$(cpu_gb "nbdkit-file@$tag" $job)")" 2
+        done
     done
+    sweep_table
     printf '\nTargets\n'
     for l in "${verdicts[@]}"; do echo "$l"; done
     if [ -z "$nobitmap_create$nobitmap_start" ]; then
