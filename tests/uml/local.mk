@@ -11,15 +11,12 @@ UML_TESTS = \
 TESTS += $(UML_TESTS)
 dist_check_SCRIPTS += $(UML_TESTS)
 EXTRA_DIST += tests/uml/uml-functions.sh tests/uml/uml-init.sh tests/uml/guest-functions.sh
-# One UML test at a time: under make -j each waits for the one before it
-# (when both run), so the other job slot goes to other tests rather than
-# to a test that would only wait for uml-functions.sh's lock.  The
-# longest comes first.  $(filter) keeps `make check TESTS=one-of-them`
-# from running the others (a GNU make function: the project builds with
-# GNU make only, hence -Wno-portability).
+# The two UML tests that boot three instances each never run at once
+# (uml-functions.sh's UML_EXCLUSIVE lock): under make -j dlm-cluster
+# waits in make for kernel-md-assemble, when both are being run, so that
+# it does not hold a job slot only to wait for the lock.  $(filter) keeps
+# `make check TESTS=tests/uml/dlm-cluster.sh` from running the other (a
+# GNU make function: the project builds with GNU make only, hence
+# -Wno-portability).
 AUTOMAKE_OPTIONS = -Wno-portability
 tests/uml/dlm-cluster.log: $(filter tests/uml/kernel-md-assemble.log,$(TEST_LOGS))
-tests/uml/md-cluster-interop.log: $(filter tests/uml/dlm-cluster.log,$(TEST_LOGS))
-tests/uml/dlm-lock-service.log: $(filter tests/uml/md-cluster-interop.log,$(TEST_LOGS))
-tests/uml/dlm-mdcluster-refusal.log: $(filter tests/uml/dlm-lock-service.log,$(TEST_LOGS))
-tests/uml/uml-harness.log: $(filter tests/uml/dlm-mdcluster-refusal.log,$(TEST_LOGS))
