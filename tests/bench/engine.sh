@@ -442,6 +442,7 @@ if want sweep; then
     sd=$(mktemp -d "${BENCH_DIRS%% *}/clraid-bench.XXXXXX") || die "cannot write in ${BENCH_DIRS%% *}"
     memdirs+=("$sd")
     bench_sweep "$sd"
+    sweep_dir=${BENCH_DIRS%% *}
     rm -rf "$sd"
 fi
 
