@@ -30,7 +30,7 @@ CLRAID=$top_builddir/clraid
 PLUGIN=$top_builddir/.libs/nbdkit-clraid-plugin.so
 { [ -x "$CLRAID" ] && [ -r "$PLUGIN" ]; } || fail "clraid or its plugin is not built in $top_builddir"
 [ -x "$CL_WRITER" ] || fail "no $CL_WRITER: make check builds it"
-UML_EXCLUSIVE=1 uml_init
+uml_init
 W=$UML_DIR
 export UML_CLUSTER=clraiddlm
 NAME=dlmr1

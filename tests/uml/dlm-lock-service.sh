@@ -159,7 +159,7 @@ G
 t0=$(date +%s%N)
 uml_start n1 "$TESTDIR/node.sh" "$TESTDIR/counter.img"
 uml_start n2 "$TESTDIR/node.sh" "$TESTDIR/counter.img"
-uml_wait_line n2 '^R holding' 90
+uml_wait_line n2 '^R holding' 240
 while [ ! -e "$UML_DIR/nw.waiting" ]; do
     kill -0 "$(cat "$UML_DIR/n1.bgpid")" 2>/dev/null || break
     sleep 0.1

@@ -55,7 +55,7 @@ else
     requires mdadm
     requires openssl
     requires corosync
-    UML_EXCLUSIVE=1 uml_init
+    uml_init
 fi
 T0=$(date +%s%N)
 ms() { echo $((($(date +%s%N) - T0) / 1000000)); }

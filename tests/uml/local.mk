@@ -11,12 +11,18 @@ UML_TESTS = \
 TESTS += $(UML_TESTS)
 dist_check_SCRIPTS += $(UML_TESTS)
 EXTRA_DIST += tests/uml/uml-functions.sh tests/uml/uml-init.sh tests/uml/guest-functions.sh
-# The two UML tests that boot three instances each never run at once
-# (uml-functions.sh's UML_EXCLUSIVE lock): under make -j dlm-cluster
-# waits in make for kernel-md-assemble, when both are being run, so that
-# it does not hold a job slot only to wait for the lock.  $(filter) keeps
-# `make check TESTS=tests/uml/dlm-cluster.sh` from running the other (a
-# GNU make function: the project builds with GNU make only, hence
+# The UML tests run one after another (each boots two or three instances;
+# side by side on two cores their guests' corosync lost its token), while
+# make -j runs the rest of the suite beside them: each UML test's log waits
+# in make for the logs of the UML tests before it, so that no test holds a
+# job slot only to wait for uml-functions.sh's lock.  $(filter) keeps
+# `make check TESTS=tests/uml/dlm-cluster.sh` from running the others (a GNU
+# make function: the project builds with GNU make only, hence
 # -Wno-portability).
 AUTOMAKE_OPTIONS = -Wno-portability
-tests/uml/dlm-cluster.log: $(filter tests/uml/kernel-md-assemble.log,$(TEST_LOGS))
+UML_LOGS = $(filter $(UML_TESTS:.sh=.log),$(TEST_LOGS))
+tests/uml/dlm-cluster.log: $(filter tests/uml/kernel-md-assemble.log,$(UML_LOGS))
+tests/uml/md-cluster-interop.log: $(filter tests/uml/kernel-md-assemble.log tests/uml/dlm-cluster.log,$(UML_LOGS))
+tests/uml/dlm-lock-service.log: $(filter tests/uml/kernel-md-assemble.log tests/uml/dlm-cluster.log tests/uml/md-cluster-interop.log,$(UML_LOGS))
+tests/uml/dlm-mdcluster-refusal.log: $(filter-out tests/uml/dlm-mdcluster-refusal.log tests/uml/uml-harness.log,$(UML_LOGS))
+tests/uml/uml-harness.log: $(filter-out tests/uml/uml-harness.log,$(UML_LOGS))

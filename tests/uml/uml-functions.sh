@@ -21,10 +21,11 @@
 # under /bin/sh with guest-functions.sh's helpers at "$UML_LIB".  Console
 # output of NAME is in $UML_DIR/NAME.console.
 #
-# Environment: UML_EXCLUSIVE=1 (before uml_init: wait until no other such
-# test runs), UML_MEM (default 384M), UML_TIMEOUT (seconds per instance,
-# default 420: a guard against a hung instance, not a time limit of the
-# test; a three-node run takes two minutes here, and more on a busy CI), UML_HOSTDIRS (host dirs the guests need writable, e.g. the
+# One UML test runs at a time on a machine: uml_init waits for the others
+# (a lock file in TMPDIR).  Environment: UML_MEM (default 384M),
+# UML_TIMEOUT (seconds per instance, default 420: a guard against a hung
+# instance, not a time limit of the test; a three-node run takes one to
+# two minutes, and more on a busy CI), UML_HOSTDIRS (host dirs the guests need writable, e.g. the
 # build tree; the work dir always is), UML_KEEP=DIR (copy the consoles and
 # the guests' logs there at exit).
 
@@ -58,19 +59,19 @@ uml_init() {
     if ! grep -qs ' /dev/shm tmpfs ' /proc/mounts; then
         skip "/dev/shm is not a tmpfs: UML cannot map its memory"
     fi
-    # UML_EXCLUSIVE=1 (the tests that boot three instances at once): one
-    # such test at a time on this machine.  Two of them side by side under
-    # `make -j2` booted six instances on two cores, and their wall-clock
-    # bounds (hang guards) measured each other's load.  The lock is fd 9,
-    # which the instances do not inherit (9>&-).
-    if [ "${UML_EXCLUSIVE:-0}" = 1 ]; then
-        command -v flock >/dev/null || skip "flock is not installed (package util-linux)"
-        exec 9>"${TMPDIR:-/var/tmp}/clraid-uml-tests.lock"
-        local t0
-        t0=$(date +%s)
-        flock -w 1500 9 || fail "uml: another UML test held ${TMPDIR:-/var/tmp}/clraid-uml-tests.lock for 25 minutes"
-        echo "uml: waited $(($(date +%s) - t0)) s for the other three-instance UML test"
-    fi
+    # One UML test at a time on this machine.  Side by side under
+    # `make -j2`, two of them booted five or six instances on two cores:
+    # the guests' corosync lost its token (a "stateful merge" that ended
+    # dlm_controld), and their wall-clock bounds (hang guards) measured
+    # each other's load.  make runs them one after another (local.mk); the
+    # lock covers runs outside make.  It is fd 9, which the instances do
+    # not inherit (9>&-).
+    command -v flock >/dev/null || skip "flock is not installed (package util-linux)"
+    exec 9>"${TMPDIR:-/var/tmp}/clraid-uml-tests.lock"
+    local t0
+    t0=$(date +%s)
+    flock -w 1500 9 || fail "uml: another UML test held ${TMPDIR:-/var/tmp}/clraid-uml-tests.lock for 25 minutes"
+    [ "$(($(date +%s) - t0))" -lt 2 ] || echo "uml: waited $(($(date +%s) - t0)) s for another UML test"
     UML_DIR=$TESTDIR/uml
     mkdir -p "$UML_DIR/umid" "$UML_DIR/modroot/lib/modules"
     ln -sfn "/usr/lib/uml/modules/$ver" "$UML_DIR/modroot/lib/modules/$ver"
