@@ -482,15 +482,19 @@ create() {
     case $opts in *--missing*) missing=1 devs="$devs missing" ;; esac
     case $opts in *--midsync*) midsync=1 ;; esac
     opts=$(echo "$opts" | sed 's/,--missing//; s/,--midsync//')
+    if [ "$midsync" = 1 ]; then
+        # a resync of 100 KB/s at most from its first sector: set on the
+        # array after --create, a limit came after the first burst, and on
+        # an idle host the resync was half done by the time the pattern was
+        # written (and done under load before the freeze below)
+        echo 1 >/proc/sys/dev/raid/speed_limit_min
+        echo 100 >/proc/sys/dev/raid/speed_limit_max
+    fi
     # shellcheck disable=SC2086
     if ! mdadm --create "/dev/$md" --run --metadata=1.2 --level="$level" --raid-devices="$n" \
         --bitmap="$(case "$opts" in *--nodes*) echo clustered ;; *) echo internal ;; esac)" \
         $(echo "$opts" | tr , ' ') $devs >"$UML_WORK/$name.create" 2>&1; then
         cat "$UML_WORK/$name.create"; r "$name.create" fail; return
-    fi
-    if [ "$midsync" = 1 ]; then
-        echo 500 >"/sys/block/$md/md/sync_speed_min"
-        echo 1000 >"/sys/block/$md/md/sync_speed_max"
     fi
     size=$(blockdev --getsize64 "/dev/$md")
     r "$name.size" "$size"
@@ -498,10 +502,11 @@ create() {
         r "$name.write" fail
     if [ "$midsync" = 1 ]; then
         # where the resync is, and freeze it right there: the reads below
-        # (sha256 of the whole array) took longer than the rest of a slow
-        # resync on a loaded machine, and it ended before the stop
+        # (sha256 of the whole array) would otherwise race the rest of it
         sync_at="$(cat /sys/block/$md/md/sync_action) $(cat /sys/block/$md/md/sync_completed | tr -d ' ')"
         echo frozen >"/sys/block/$md/md/sync_action"
+        echo 1000 >/proc/sys/dev/raid/speed_limit_min
+        echo 200000 >/proc/sys/dev/raid/speed_limit_max
         r "$name.sync_at_stop" "$sync_at"
     else
         wait_for 120 idle "$md" || r "$name.resync" timeout
