@@ -26,3 +26,9 @@ tests/uml/md-cluster-interop.log: $(filter tests/uml/kernel-md-assemble.log test
 tests/uml/dlm-lock-service.log: $(filter tests/uml/kernel-md-assemble.log tests/uml/dlm-cluster.log tests/uml/md-cluster-interop.log,$(UML_LOGS))
 tests/uml/dlm-mdcluster-refusal.log: $(filter-out tests/uml/dlm-mdcluster-refusal.log tests/uml/uml-harness.log,$(UML_LOGS))
 tests/uml/uml-harness.log: $(filter-out tests/uml/uml-harness.log,$(UML_LOGS))
+# uml_xstate.so: preloaded into UML only on hosts whose XSAVE area (AMX)
+# is larger than UML 6.1's (see the file); a shared object, never installed.
+check_LTLIBRARIES = tests/uml/uml_xstate.la
+tests_uml_uml_xstate_la_SOURCES = tests/uml/uml_xstate.c
+tests_uml_uml_xstate_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+tests_uml_uml_xstate_la_LIBADD = -ldl
