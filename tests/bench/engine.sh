@@ -446,6 +446,26 @@ if want sweep; then
     rm -rf "$sd"
 fi
 
+# The cluster row: three --lock cpg members of one RAID1 on /dev/shm, each
+# with its own fio (tests/bench/cluster.sh, in a private namespace with its
+# own corosync).
+CL_ROWS=()
+if want cluster; then
+    echo "== cluster: three --lock cpg members of one RAID1 on /dev/shm"
+    if command -v corosync >/dev/null; then
+        if BENCH_SIZE=$BENCH_SIZE BENCH_RUNTIME=$RT BENCH_RAMP=$RAMP \
+                bash "$(dirname "$0")/cluster.sh" "$WORK/cluster.tsv" >>"$LOG" 2>&1; then
+            mapfile -t CL_ROWS <"$WORK/cluster.tsv"
+            cp "$WORK/cluster.tsv" "$out/cluster.tsv"
+        else
+            cluster_note="not runnable: tests/bench/cluster.sh failed (see $LOG)"
+        fi
+    else
+        cluster_note="not runnable: corosync is not installed"
+    fi
+    echo "  ${cluster_note:-${#CL_ROWS[@]} jobs}"
+fi
+
 bench_nbdkit nbdkit-memory-last memory "$WS"
 a=nbdkit-memory-first b=nbdkit-memory-last
 ROWS=(nbdkit-memory "${ROWS[@]}")
@@ -622,6 +642,35 @@ sweep_table() {
     fi
 }
 
+# cluster_table: the cluster row (one member alone vs three at once), and
+# its check: the I/O cost no lock op and no message on any member.
+cluster_note=${cluster_note:-}
+cluster_table() {
+    local l job one all obw abw ops msgs unit
+    want cluster || return 0
+    printf '\nCluster: three --lock cpg members of one RAID1 on /dev/shm, one fio each on its own third\n'
+    if [ -n "$cluster_note" ] || [ "${#CL_ROWS[@]}" = 0 ]; then
+        printf '  %s\n' "${cluster_note:-no results}"
+        verdicts+=("$(printf '%-62s %s' "cluster: lock ops and messages flat under I/O" "NOT MEASURED")")
+        return 0
+    fi
+    printf '%-12s %14s %16s %8s %18s\n' job "one member" "three (sum)" "x one" "lock ops/messages"
+    local flat=1
+    for l in "${CL_ROWS[@]}"; do
+        IFS=$'\t' read -r job one all obw abw ops msgs <<<"$l"
+        unit=IOPS
+        if [ "$job" = sw1M ]; then one=$(echo "$obw / 1000000" | bc); all=$(echo "$abw / 1000000" | bc); unit=MB/s; fi
+        printf '%-12s %9s %-4s %11s %-4s %8s %18s\n' "$job" "$(fmt_num "$one")" "$unit" "$(fmt_num "$all")" \
+            "$unit" "$(printf '%.2f' "$(ratio "$all" "$one")")" "$ops/$msgs"
+        [ "$ops" = 0 ] && [ "$msgs" = 0 ] || flat=0
+    done
+    if [ "$flat" = 1 ]; then
+        verdicts+=("$(printf '%-62s %-5s (0 lock ops, 0 messages during the runs)' "cluster: lock ops and messages flat under I/O" PASS)")
+    else
+        verdicts+=("$(printf '%-62s %-5s (see the cluster table)' "cluster: lock ops and messages flat under I/O" FAIL)")
+    fi
+}
+
 {
     echo "clraid engine benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cpus"
     echo "working set $BENCH_SIZE MiB per target, $RT s per job after a $RAMP ramp (time_based), fio $(fio --version)"
@@ -656,6 +705,7 @@ sweep_table() {
         done
     done
     sweep_table
+    cluster_table
     printf '\nTargets\n'
     for l in "${verdicts[@]}"; do echo "$l"; done
     if [ -z "$nobitmap_create$nobitmap_start" ]; then
