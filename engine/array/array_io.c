@@ -46,7 +46,10 @@ static int req_enter(struct clr_array *a)
 static void req_exit(struct clr_array *a)
 {
     arr_mutex_lock(&a->lock);
-    if (--a->inflight == 0)
+    /* the only waiters for the count are a quiesce (detach_removed) and a
+     * stop, both flagged under this lock before they wait; a broadcast
+     * for every request woke the threads that share a->cond */
+    if (--a->inflight == 0 && (a->quiesce || a->stopping))
         pthread_cond_broadcast(&a->cond);
     arr_mutex_unlock(&a->lock);
 }

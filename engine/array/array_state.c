@@ -78,7 +78,10 @@ unsigned clr_arr_wr_enter(struct clr_array *a)
 void clr_arr_wr_exit(struct clr_array *a, unsigned e)
 {
     arr_mutex_lock(&a->lock);
-    if (--a->wr_inflight[e] == 0)
+    /* only a drain waits for the count (it set wr_draining under this
+     * lock first): a broadcast on every write woke the bitmap and sync
+     * threads, which share a->cond, twice per request */
+    if (--a->wr_inflight[e] == 0 && a->wr_draining)
         pthread_cond_broadcast(&a->cond);
     arr_mutex_unlock(&a->lock);
 }
