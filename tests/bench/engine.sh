@@ -371,12 +371,31 @@ bench_clraid() {   # row dir level ndev create-extra start-extra
 
 # bench_sweep DIR: one RAID1 on DIR, sequential writes then reads with the
 # request size doubling from 4 KiB to 4 MiB (queue depth 8, SWEEP_RT
-# seconds each); MB/s per size in SW_W[size] / SW_R[size].
+# seconds each); MB/s per size in SW_W[size] / SW_R[size].  The same sweep
+# against nbdkit-memory (SW_MW / SW_MR) shows what the transport itself
+# does as the requests grow.
 SWEEP_SIZES="4k 8k 16k 32k 64k 128k 256k 512k 1M 2M 4M"
-declare -A SW_W SW_R
+declare -A SW_W SW_R SW_MW SW_MR
 sweep_dir=
+# sweep_uri URI LABEL W R: the sweep's jobs against URI into the arrays
+# named W (writes) and R (reads).
+sweep_uri() {
+    local uri=$1 label=$2 bs rw o v
+    local -n sw_w=$3 sw_r=$4
+    for rw in write read; do
+        for bs in $SWEEP_SIZES; do
+            o=$WORK/sweep.$label.$rw.$bs.json
+            fio --name=sweep --ioengine=nbd --uri="$uri" \
+                --size=$WS --rw=$rw --bs=$bs --iodepth=8 --time_based --ramp_time="$RAMP" \
+                --runtime="$SWEEP_RT_MS"ms --output-format=json --output="$o" >>"$LOG" 2>&1
+            v=$(fio_json "$o" '.jobs[0] | (.read.bw_bytes + .write.bw_bytes) / 1000000')
+            if [ "$rw" = write ]; then sw_w[$bs]=$v; else sw_r[$bs]=$v; fi
+            printf '  %-13s %-5s %-5s %8.0f MB/s\n' "$label" "$rw" "$bs" "${v:-0}"
+        done
+    done
+}
 bench_sweep() {
-    local d=$1 name=bsw-$$ rundir=$WORK/run-sweep bs rw o v
+    local d=$1 name=bsw-$$ rundir=$WORK/run-sweep
     sweep_dir=$d
     local msize=$((WS + 64 * 1024 * 1024))
     truncate -s "$msize" "$d/s0" "$d/s1"
@@ -391,19 +410,17 @@ bench_sweep() {
         echo "  sweep: clraid start failed (see $LOG)"; stop_servers; rm -f "$d/s0" "$d/s1"; return
     fi
     echo "== sweep: RAID1 on $d, request size 4 KiB to 4 MiB"
-    for rw in write read; do
-        for bs in $SWEEP_SIZES; do
-            o=$WORK/sweep.$rw.$bs.json
-            fio --name=sweep --ioengine=nbd --uri="nbd+unix:///?socket=$rundir/$name.sock" \
-                --size=$WS --rw=$rw --bs=$bs --iodepth=8 --time_based --ramp_time="$RAMP" \
-                --runtime="$SWEEP_RT_MS"ms --output-format=json --output="$o" >>"$LOG" 2>&1
-            v=$(fio_json "$o" '.jobs[0] | (.read.bw_bytes + .write.bw_bytes) / 1000000')
-            if [ "$rw" = write ]; then SW_W[$bs]=$v; else SW_R[$bs]=$v; fi
-            printf '  %-5s %-5s %8.0f MB/s\n' "$rw" "$bs" "${v:-0}"
-        done
-    done
+    sweep_uri "nbd+unix:///?socket=$rundir/$name.sock" RAID1 SW_W SW_R
     stop_servers
     rm -f "$d/s0" "$d/s1"
+    local sock=$WORK/sweep-mem.sock pidf=$WORK/sweep-mem.pid
+    servers+=("$pidf|")
+    if nbdkit --unix "$sock" --pidfile "$pidf" memory "$WS" >>"$LOG" 2>&1 && wait_for "$sock" "$pidf"; then
+        fio --name=fill --ioengine=nbd --uri="nbd+unix:///?socket=$sock" --size=$WS --rw=write --bs=1M \
+            --iodepth=8 >>"$LOG" 2>&1
+        sweep_uri "nbd+unix:///?socket=$sock" nbdkit-memory SW_MW SW_MR
+    fi
+    stop_servers
 }
 SWEEP_RT_MS=$(echo "$RT * 1000 / 2" | bc)
 
@@ -616,12 +633,12 @@ cpu_gb() { [ -n "${R_CPU[$1|$2]:-}" ] && ratio "${R_CPU[$1|$2]}" "${R_GB[$1|$2]}
 # one, the tolerance being the run-to-run noise of a short fio job here).
 SWEEP_TOL=${SWEEP_TOL:-0.10}
 sweep_table() {
-    local bs rw best v fell=""
+    local bs rw best v m fell="" memfell=""
     [ -n "$sweep_dir" ] || return 0
     printf '\nSweep: RAID1 on %s, sequential, queue depth 8, MB/s by request size\n' "$sweep_dir"
-    printf '%-6s' rw; for bs in $SWEEP_SIZES; do printf '%7s' "$bs"; done; printf '\n'
+    printf '%-14s' rw; for bs in $SWEEP_SIZES; do printf '%7s' "$bs"; done; printf '\n'
     for rw in write read; do
-        printf '%-6s' "$rw"; best=0
+        printf '%-14s' "RAID1 $rw"; best=0
         for bs in $SWEEP_SIZES; do
             if [ "$rw" = write ]; then v=${SW_W[$bs]:-}; else v=${SW_R[$bs]:-}; fi
             printf '%7.0f' "${v:-0}"
@@ -633,12 +650,33 @@ sweep_table() {
         done
         printf '\n'
     done
+    # the reference: what NBD itself does at each size, and RAID1's share
+    for rw in write read; do
+        printf '%-14s' "memory $rw"; best=0
+        for bs in $SWEEP_SIZES; do
+            if [ "$rw" = write ]; then m=${SW_MW[$bs]:-}; else m=${SW_MR[$bs]:-}; fi
+            printf '%7.0f' "${m:-0}"
+            [[ $m =~ ^[0-9.]+$ ]] || continue
+            [ "$(echo "$m < $best * (1 - $SWEEP_TOL)" | bc -l)" = 1 ] && memfell="$memfell $rw@$bs"
+            [ "$(echo "$m > $best" | bc -l)" = 1 ] && best=$m
+        done
+        printf '\n'
+    done
+    for rw in write read; do
+        printf '%-14s' "ratio $rw"
+        for bs in $SWEEP_SIZES; do
+            if [ "$rw" = write ]; then v=${SW_W[$bs]:-} m=${SW_MW[$bs]:-}; else v=${SW_R[$bs]:-} m=${SW_MR[$bs]:-}; fi
+            v=$(ratio "$v" "$m"); [ -n "$v" ] && v=$(printf '%.2f' "$v")
+            printf '%7s' "${v:--}"
+        done
+        printf '\n'
+    done
     if [ -z "$fell" ]; then
         verdicts+=("$(printf '%-62s %-5s (no size below the best smaller one by over %s)' \
             "sweep: MB/s as requests grow 4 KiB..4 MiB, RAID1 [$(dirtag "$sweep_dir")]" PASS "$SWEEP_TOL")")
     else
-        verdicts+=("$(printf '%-62s %-5s (falls at:%s)' \
-            "sweep: MB/s as requests grow 4 KiB..4 MiB, RAID1 [$(dirtag "$sweep_dir")]" FAIL "$fell")")
+        verdicts+=("$(printf '%-62s %-5s (falls at:%s; nbdkit-memory falls at:%s)' \
+            "sweep: MB/s as requests grow 4 KiB..4 MiB, RAID1 [$(dirtag "$sweep_dir")]" FAIL "$fell" "${memfell:- none}")")
     fi
 }
 
