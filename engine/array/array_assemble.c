@@ -390,14 +390,14 @@ static int load_bitmap(struct clr_array *a, const struct probe *p, unsigned n, s
     return 0;
 }
 
-/* The array's locks, ranked (engine/array/lockrank.h). */
+/* The array's locks, ranked (engine/common/lockrank.h). */
 static void init_locks(struct clr_array *a)
 {
-    arr_mutex_init(&a->lock, ARR_RANK_ARRAY, "a->lock");
+    clr_mutex_init(&a->lock, CLR_RANK_ARRAY, "a->lock");
     pthread_cond_init(&a->cond, NULL);
-    arr_mutex_init(&a->meta_lock, ARR_RANK_META, "a->meta_lock");
-    arr_mutex_init(&a->mgmt_lock, ARR_RANK_MGMT, "a->mgmt_lock");
-    arr_mutex_init(&a->bm_lock, ARR_RANK_BM, "a->bm_lock");
+    clr_mutex_init(&a->meta_lock, CLR_RANK_META, "a->meta_lock");
+    clr_mutex_init(&a->mgmt_lock, CLR_RANK_MGMT, "a->mgmt_lock");
+    clr_mutex_init(&a->bm_lock, CLR_RANK_BM, "a->bm_lock");
     pthread_cond_init(&a->bm_cond, NULL);
     clr_arr_rl_init(&a->rl);
 }
@@ -487,11 +487,11 @@ void clr_array_free(struct clr_array *a)
     }
     clr_bmc_free(&a->bmc);
     clr_arr_rl_destroy(&a->rl);
-    arr_mutex_destroy(&a->lock);
+    clr_mutex_destroy(&a->lock);
     pthread_cond_destroy(&a->cond);
-    arr_mutex_destroy(&a->meta_lock);
-    arr_mutex_destroy(&a->mgmt_lock);
-    arr_mutex_destroy(&a->bm_lock);
+    clr_mutex_destroy(&a->meta_lock);
+    clr_mutex_destroy(&a->mgmt_lock);
+    clr_mutex_destroy(&a->bm_lock);
     pthread_cond_destroy(&a->bm_cond);
     arr_cl_free(a);
     free(a->lock_backend);

@@ -41,9 +41,9 @@ static int bm_write_locked(struct clr_array *a, struct bm_fail *fails, unsigned 
         return 0;
     memset(a->bm_buf, 0, a->bm_write_bytes);
     clr_bmc_render(&a->bmc, 0, a->bmc.nchunks, a->bm_buf + CLR_BITMAP_SB_BYTES);
-    arr_mutex_unlock(&a->bm_lock);
+    clr_mutex_unlock(&a->bm_lock);
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     b.events = a->sb.events;
     /* As md (md-bitmap.c, bitmap_endwrite): on a non-degraded array bits
      * may be cleared from this event on.  Kernel md re-adds a member older
@@ -59,7 +59,7 @@ static int bm_write_locked(struct clr_array *a, struct bm_fail *fails, unsigned 
             tgt[n++] = m;
         }
     }
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     clr_bitmap_sb_encode(&b, a->bm_buf, CLR_BITMAP_SB_BYTES);
     clr_io_wg_init(&wg);
     for (unsigned i = 0; i < n; i++) {
@@ -77,7 +77,7 @@ static int bm_write_locked(struct clr_array *a, struct bm_fail *fails, unsigned 
             ok += insync[i];
             continue;
         }
-        arr_mutex_lock(&a->lock);
+        clr_mutex_lock(&a->lock);
         bool was = tgt[i]->state == ARR_M_FAULTY;
 
         if (!clr_arr_mark_faulty_locked(a, tgt[i])) {
@@ -89,10 +89,10 @@ static int bm_write_locked(struct clr_array *a, struct bm_fail *fails, unsigned 
             clr_arr_log(a, LOG_ERR, "%s: bitmap write failed (%s): member marked faulty, array runs degraded",
                         tgt[i]->path, strerror(-legs[i].res));
         }
-        arr_mutex_unlock(&a->lock);
+        clr_mutex_unlock(&a->lock);
         fails[(*nf)++] = (struct bm_fail){ tgt[i], legs[i].res };
     }
-    arr_mutex_lock(&a->bm_lock);
+    clr_mutex_lock(&a->bm_lock);
     if (ok && b.events_cleared > a->bsb.events_cleared)
         a->bsb.events_cleared = b.events_cleared;
     return ok ? 0 : -EIO;
@@ -109,7 +109,7 @@ static int bm_flush_to_locked(struct clr_array *a, struct arr_req *rq, uint64_t 
         unsigned nf;
 
         if (a->bm_flushing) {
-            arr_cond_wait(&a->bm_cond, &a->bm_lock);
+            clr_cond_wait(&a->bm_cond, &a->bm_lock);
             continue;
         }
         uint64_t g = a->bm_want_gen;
@@ -122,11 +122,11 @@ static int bm_flush_to_locked(struct clr_array *a, struct arr_req *rq, uint64_t 
         pthread_cond_broadcast(&a->bm_cond);
         if (nf) {
             /* recorded and announced outside the flush */
-            arr_mutex_unlock(&a->bm_lock);
+            clr_mutex_unlock(&a->bm_lock);
             clr_arr_bm_set_degraded(a);
             for (unsigned i = 0; i < nf; i++)
                 clr_arr_member_failed(a, rq, fails[i].m, fails[i].err);
-            arr_mutex_lock(&a->bm_lock);
+            clr_mutex_lock(&a->bm_lock);
         }
     }
     return a->bm_ok_gen >= gen ? 0 : -EIO;
@@ -138,13 +138,13 @@ int clr_arr_bm_start_write(struct clr_array *a, struct arr_req *rq, uint64_t ss,
 
     if (ss + sn > a->sync_sectors)
         sn = a->sync_sectors - ss;
-    arr_mutex_lock(&a->bm_lock);
+    clr_mutex_lock(&a->bm_lock);
     /* a chunk's write counter is full: wait for a write to end there,
      * as md waits on overflow_wait */
     while ((rc = clr_bmc_start_write(&a->bmc, ss, sn, NULL, NULL)) == -EBUSY)
-        arr_cond_wait(&a->bm_cond, &a->bm_lock);
+        clr_cond_wait(&a->bm_cond, &a->bm_lock);
     if (rc < 0) {
-        arr_mutex_unlock(&a->bm_lock);
+        clr_mutex_unlock(&a->bm_lock);
         return rc;
     }
     /* Bits this write needs are on disk once the flush that carries the
@@ -157,10 +157,10 @@ int clr_arr_bm_start_write(struct clr_array *a, struct arr_req *rq, uint64_t ss,
         /* no in-sync member holds the bit: the data must not go out (the
          * caller waits for a thaw, as for a write to the last device) */
         clr_bmc_end_write(&a->bmc, ss, sn, false);
-        arr_mutex_unlock(&a->bm_lock);
+        clr_mutex_unlock(&a->bm_lock);
         return -EAGAIN;
     }
-    arr_mutex_unlock(&a->bm_lock);
+    clr_mutex_unlock(&a->bm_lock);
     return 0;
 }
 
@@ -168,19 +168,19 @@ void clr_arr_bm_end_write(struct clr_array *a, uint64_t ss, uint64_t sn, bool ok
 {
     if (ss + sn > a->sync_sectors)
         sn = a->sync_sectors - ss;
-    arr_mutex_lock(&a->bm_lock);
+    clr_mutex_lock(&a->bm_lock);
     clr_bmc_end_write(&a->bmc, ss, sn, ok);
     pthread_cond_broadcast(&a->bm_cond); /* counters: see start_write */
-    arr_mutex_unlock(&a->bm_lock);
+    clr_mutex_unlock(&a->bm_lock);
 }
 
 int clr_arr_bm_flush(struct clr_array *a)
 {
     int rc;
 
-    arr_mutex_lock(&a->bm_lock);
+    clr_mutex_lock(&a->bm_lock);
     rc = bm_flush_to_locked(a, NULL, ++a->bm_want_gen);
-    arr_mutex_unlock(&a->bm_lock);
+    clr_mutex_unlock(&a->bm_lock);
     return rc;
 }
 
@@ -207,7 +207,7 @@ void *clr_arr_bm_daemon(void *arg)
     struct timespec next;
 
     clock_gettime(CLOCK_REALTIME, &next);
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     while (!a->stopping) {
         struct timespec now;
 
@@ -223,7 +223,7 @@ void *clr_arr_bm_daemon(void *arg)
             if (a->stopping || now.tv_sec > next.tv_sec ||
                 (now.tv_sec == next.tv_sec && now.tv_nsec >= next.tv_nsec))
                 break;
-            arr_cond_timedwait(&a->cond, &a->lock, &next);
+            clr_cond_timedwait(&a->cond, &a->lock, &next);
         }
         if (a->stopping)
             break;
@@ -232,14 +232,14 @@ void *clr_arr_bm_daemon(void *arg)
          * survivors must find.  Sweeping resumes on a thaw. */
         if (a->frozen)
             continue;
-        arr_mutex_unlock(&a->lock);
-        arr_mutex_lock(&a->bm_lock);
+        clr_mutex_unlock(&a->lock);
+        clr_mutex_lock(&a->bm_lock);
         if (bm_sweep_locked(a))
             bm_flush_to_locked(a, NULL, ++a->bm_want_gen);
-        arr_mutex_unlock(&a->bm_lock);
-        arr_mutex_lock(&a->lock);
+        clr_mutex_unlock(&a->bm_lock);
+        clr_mutex_lock(&a->lock);
     }
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     return NULL;
 }
 
@@ -251,12 +251,12 @@ bool clr_arr_bm_final_flush(struct clr_array *a)
 {
     bool dirty_left;
 
-    arr_mutex_lock(&a->bm_lock);
+    clr_mutex_lock(&a->bm_lock);
     for (unsigned i = 0; i <= CLR_BMC_DEFAULT_IDLE_SWEEPS; i++)
         bm_sweep_locked(a);
     bm_flush_to_locked(a, NULL, ++a->bm_want_gen);
     dirty_left = clr_bmc_dirty_chunks(&a->bmc) > 0;
-    arr_mutex_unlock(&a->bm_lock);
+    clr_mutex_unlock(&a->bm_lock);
     return dirty_left;
 }
 
@@ -266,11 +266,11 @@ bool clr_arr_bm_region_needed(struct clr_array *a, uint64_t ls, uint64_t n)
     uint64_t first, last;
     bool needed = false;
 
-    arr_mutex_lock(&a->bm_lock);
+    clr_mutex_lock(&a->bm_lock);
     if (clr_bmc_chunks(&a->bmc, ls, n, &first, &last) == 0)
         for (uint64_t c = first; c <= last && !needed; c++)
             needed = clr_bmc_is_needed(&a->bmc, c);
-    arr_mutex_unlock(&a->bm_lock);
+    clr_mutex_unlock(&a->bm_lock);
     return needed;
 }
 
@@ -280,7 +280,7 @@ bool clr_arr_needed_extent(struct clr_array *a, uint64_t *lo, uint64_t *hi)
 {
     uint64_t cs = a->bmc.chunk_sectors, first = UINT64_MAX, last = 0;
 
-    arr_mutex_lock(&a->bm_lock);
+    clr_mutex_lock(&a->bm_lock);
     for (uint64_t k = 0; k < a->bmc.nchunks; k++) {
         if (!clr_bmc_is_needed(&a->bmc, k))
             continue;
@@ -288,7 +288,7 @@ bool clr_arr_needed_extent(struct clr_array *a, uint64_t *lo, uint64_t *hi)
             first = k;
         last = k;
     }
-    arr_mutex_unlock(&a->bm_lock);
+    clr_mutex_unlock(&a->bm_lock);
     if (first == UINT64_MAX) {
         *lo = *hi = 0;
         return false;

@@ -6,7 +6,7 @@
  * The core of engine/array reaches it only through the table it registers
  * at start (struct arr_cluster_ops, doc/architecture.md §5).
  *
- * Lock order (engine/array/lockrank.h): nothing of the array is held
+ * Lock order (engine/common/lockrank.h): nothing of the array is held
  * while calling into the protocol core; `metadata` is taken before
  * meta_lock (clr_arr_sb_update). The core calls changed() with its mutex
  * held: that only takes cl->mu. */
@@ -42,12 +42,12 @@
 struct cl_lockent {
     struct cl_lockent *next;
     struct arr_cluster *cl;
-    struct arr_mutex mu; /* one operation at a time per resource */
+    struct clr_mutex mu; /* one operation at a time per resource */
     struct clr_lock *lk;
     /* a request whose cancel timed out may still be granted: the core
      * believes @believed (CLR_LOCK_IV: nothing); a stray grant above it
      * is converted back to NL (under tmu) */
-    struct arr_mutex tmu;
+    struct clr_mutex tmu;
     bool stray, missed;
     int believed;
 };
@@ -67,7 +67,7 @@ struct arr_cluster {
     struct clr_mdc mdc;
     bool mdc_ready;
     bool joined;         /* clr_mdc_join() succeeded */
-    struct arr_mutex mu; /* gen, stop, candidates, lock list */
+    struct clr_mutex mu; /* gen, stop, candidates, lock list */
     pthread_cond_t cond;
     uint64_t gen; /* bumped by changed() and events */
     bool stop;
@@ -105,18 +105,18 @@ static bool cl_meta_held(struct clr_array *a)
 
     if (!cl)
         return false;
-    arr_mutex_lock(&cl->mu);
+    clr_mutex_lock(&cl->mu);
     mine = cl->meta_owned && pthread_equal(cl->meta_owner, pthread_self());
-    arr_mutex_unlock(&cl->mu);
+    clr_mutex_unlock(&cl->mu);
     return mine;
 }
 
 static void cl_meta_owner(struct arr_cluster *cl, bool held)
 {
-    arr_mutex_lock(&cl->mu);
+    clr_mutex_lock(&cl->mu);
     cl->meta_owned = held;
     cl->meta_owner = pthread_self();
-    arr_mutex_unlock(&cl->mu);
+    clr_mutex_unlock(&cl->mu);
 }
 
 static int cl_meta_begin(struct clr_array *a);
@@ -129,18 +129,18 @@ static bool cl_stopping(struct arr_cluster *cl)
 {
     bool s;
 
-    arr_mutex_lock(&cl->mu);
+    clr_mutex_lock(&cl->mu);
     s = cl->stop;
-    arr_mutex_unlock(&cl->mu);
+    clr_mutex_unlock(&cl->mu);
     return s;
 }
 
 static void cl_wake(struct arr_cluster *cl)
 {
-    arr_mutex_lock(&cl->mu);
+    clr_mutex_lock(&cl->mu);
     cl->gen++;
     pthread_cond_broadcast(&cl->cond);
-    arr_mutex_unlock(&cl->mu);
+    clr_mutex_unlock(&cl->mu);
 }
 
 static void deadline(struct timespec *ts, unsigned ms)
@@ -185,15 +185,15 @@ static void le_unlock(struct cl_lockent *le)
     for (;;) {
         bool again;
 
-        arr_mutex_lock(&le->tmu);
+        clr_mutex_lock(&le->tmu);
         stray_fix_locked(le);
         le->missed = false;
-        arr_mutex_unlock(&le->tmu);
-        arr_mutex_unlock(&le->mu);
-        arr_mutex_lock(&le->tmu);
+        clr_mutex_unlock(&le->tmu);
+        clr_mutex_unlock(&le->mu);
+        clr_mutex_lock(&le->tmu);
         again = le->missed && le->stray;
-        arr_mutex_unlock(&le->tmu);
-        if (!again || arr_mutex_trylock(&le->mu) != 0)
+        clr_mutex_unlock(&le->tmu);
+        if (!again || clr_mutex_trylock(&le->mu) != 0)
             return;
     }
 }
@@ -204,23 +204,23 @@ static void cl_ast(struct clr_lock *lk, void *arg)
     struct cl_lockent *le = arg;
 
     (void)lk;
-    arr_mutex_lock(&le->tmu);
+    clr_mutex_lock(&le->tmu);
     if (le->stray) {
-        if (arr_mutex_trylock(&le->mu) != 0) {
+        if (clr_mutex_trylock(&le->mu) != 0) {
             le->missed = true; /* the holder of mu handles it */
         } else {
             stray_fix_locked(le);
-            arr_mutex_unlock(&le->mu);
+            clr_mutex_unlock(&le->mu);
         }
     }
-    arr_mutex_unlock(&le->tmu);
+    clr_mutex_unlock(&le->tmu);
 }
 
 static struct cl_lockent *lock_get(struct arr_cluster *cl, const char *res)
 {
     struct cl_lockent *le;
 
-    arr_mutex_lock(&cl->mu);
+    clr_mutex_lock(&cl->mu);
     for (le = cl->locks; le; le = le->next)
         if (strcmp(clr_lock_name(le->lk), res) == 0)
             break;
@@ -234,14 +234,14 @@ static struct cl_lockent *lock_get(struct arr_cluster *cl, const char *res)
                 free(le);
                 le = NULL;
             } else {
-                arr_mutex_init(&le->mu, ARR_RANK_CL_LOCKENT, "le->mu");
-                arr_mutex_init(&le->tmu, ARR_RANK_CL_LOCKENT_T, "le->tmu");
+                clr_mutex_init(&le->mu, CLR_RANK_CL_LOCKENT, "le->mu");
+                clr_mutex_init(&le->tmu, CLR_RANK_CL_LOCKENT_T, "le->tmu");
                 le->next = cl->locks;
                 cl->locks = le;
             }
         }
     }
-    arr_mutex_unlock(&cl->mu);
+    clr_mutex_unlock(&cl->mu);
     return le;
 }
 
@@ -257,10 +257,10 @@ static int h_lock(void *arg, const char *res, int mode, unsigned flags, uint8_t 
     if (!le)
         return -ENOMEM;
     atomic_fetch_add(&cl->lock_ops, 1);
-    arr_mutex_lock(&le->mu);
-    arr_mutex_lock(&le->tmu);
+    clr_mutex_lock(&le->mu);
+    clr_mutex_lock(&le->tmu);
     stray = le->stray;
-    arr_mutex_unlock(&le->tmu);
+    clr_mutex_unlock(&le->tmu);
     if (stray) {
         /* a late answer (or its conversion back) may still be pending;
          * once done, this request converts from whatever is held */
@@ -268,9 +268,9 @@ static int h_lock(void *arg, const char *res, int mode, unsigned flags, uint8_t 
             le_unlock(le);
             return -ETIMEDOUT;
         }
-        arr_mutex_lock(&le->tmu);
+        clr_mutex_lock(&le->tmu);
         le->stray = false;
-        arr_mutex_unlock(&le->tmu);
+        clr_mutex_unlock(&le->tmu);
     }
     for (;;) {
         if (pend) {
@@ -304,12 +304,12 @@ static int h_lock(void *arg, const char *res, int mode, unsigned flags, uint8_t 
     }
     if (rc == 0 && (flags & CLR_LOCK_F_VALBLK) && lvb)
         memcpy(lvb, clr_lock_lvb(le->lk), CLR_LOCK_LVB_LEN);
-    arr_mutex_lock(&le->tmu);
+    clr_mutex_lock(&le->tmu);
     if (rc == 0)
         le->believed = mode;
     else if (rc == -ETIMEDOUT || rc == -ESHUTDOWN)
         le->stray = true; /* a grant may still come, or came already */
-    arr_mutex_unlock(&le->tmu);
+    clr_mutex_unlock(&le->tmu);
     le_unlock(le);
     return rc;
 }
@@ -324,16 +324,16 @@ static int h_unlock(void *arg, const char *res)
     if (!le)
         return -ENOMEM;
     atomic_fetch_add(&cl->lock_ops, 1);
-    arr_mutex_lock(&le->mu);
-    arr_mutex_lock(&le->tmu);
+    clr_mutex_lock(&le->mu);
+    clr_mutex_lock(&le->tmu);
     stray = le->stray;
-    arr_mutex_unlock(&le->tmu);
+    clr_mutex_unlock(&le->tmu);
     if (stray)
         clr_lock_wait(le->lk, CL_LOCK_LIMIT_MS); /* the late answer first */
-    arr_mutex_lock(&le->tmu);
+    clr_mutex_lock(&le->tmu);
     le->stray = false;
     le->believed = CLR_LOCK_IV;
-    arr_mutex_unlock(&le->tmu);
+    clr_mutex_unlock(&le->tmu);
     if (clr_lock_mode(le->lk) != CLR_LOCK_IV)
         rc = clr_unlock_sync(le->lk, 0, CL_LOCK_LIMIT_MS);
     le_unlock(le);
@@ -371,10 +371,10 @@ static int bcast_recv(void *arg, const struct clr_bcast_msg *m)
             /* that slot is alive again: none of its NEWDISKs is orphaned;
              * but a new incarnation drives no rebuild of the old one (it
              * loads every rebuilding member as driven elsewhere) */
-            arr_mutex_lock(&cl->mu);
+            clr_mutex_lock(&cl->mu);
             cl->dead_pending &= ~(1ull << d.slot);
             cl->orphan_pending |= 1ull << d.slot;
-            arr_mutex_unlock(&cl->mu);
+            clr_mutex_unlock(&cl->mu);
         }
     }
     rc = clr_mdc_receive(&cl->mdc, m);
@@ -382,10 +382,10 @@ static int bcast_recv(void *arg, const struct clr_bcast_msg *m)
         /* the sender leaves unclean (dirty chunks, or a rebuild it drove):
          * once its slot is taken over (queued by the core just now), what
          * it was rebuilding resumes here (resume_orphans) */
-        arr_mutex_lock(&cl->mu);
+        clr_mutex_lock(&cl->mu);
         cl->orphan_pending |= 1ull << d.sender;
         pthread_cond_broadcast(&cl->cond);
-        arr_mutex_unlock(&cl->mu);
+        clr_mutex_unlock(&cl->mu);
     }
     return rc;
 }
@@ -402,11 +402,11 @@ static struct arr_member *good_member(struct clr_array *a)
 {
     struct arr_member *g = NULL;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nmem && !g; i++)
         if (a->mem[i]->state == ARR_M_IN_SYNC && a->mem[i]->io)
             g = a->mem[i];
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     return g;
 }
 
@@ -420,11 +420,11 @@ static int read_region(struct clr_array *a, unsigned slot, uint8_t **out)
     unsigned n = 0, nok = 0;
     int rc, last = -ENODEV;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nmem; i++)
         if (a->mem[i]->state == ARR_M_IN_SYNC && a->mem[i]->io)
             src[n++] = a->mem[i];
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     if (!n)
         return -ENODEV;
     rc = clr_io_alloc((void **)&buf, len);
@@ -484,14 +484,14 @@ static int h_bitmap_clear(void *arg, unsigned slot)
     if (rc)
         return rc;
     memset(buf + CLR_BITMAP_SB_BYTES, 0, slot_region_bytes(a) - CLR_BITMAP_SB_BYTES);
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nmem; i++) {
         struct arr_member *m = a->mem[i];
 
         if ((m->state == ARR_M_IN_SYNC || m->state == ARR_M_REBUILDING) && m->io)
             tgt[n++] = m;
     }
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     for (unsigned i = 0; i < n && rc == 0; i++) {
         int w = clr_io_pwrite(tgt[i]->io, buf, slot_region_bytes(a),
                               clr_bitmap_slot_offset(&a->sb, &a->bsb, slot), CLR_IO_FUA);
@@ -500,9 +500,9 @@ static int h_bitmap_clear(void *arg, unsigned slot)
             rc = clr_arr_member_failed(a, NULL, tgt[i], w) ? w : 0;
     }
     clr_io_free(buf);
-    arr_mutex_lock(&cl->mu);
+    clr_mutex_lock(&cl->mu);
     cl->takeover_at_ms = clr_arr_wall_ms();
-    arr_mutex_unlock(&cl->mu);
+    clr_mutex_unlock(&cl->mu);
     return rc;
 }
 
@@ -512,7 +512,7 @@ static int h_bitmap_merge(void *arg, const uint8_t *bits, size_t nbytes)
     struct clr_array *a = cl->a;
     uint64_t cs = a->bmc.chunk_sectors, any = 0;
 
-    arr_mutex_lock(&a->bm_lock);
+    clr_mutex_lock(&a->bm_lock);
     for (uint64_t k = 0; k < a->bmc.nchunks && k / 8 < nbytes; k++) {
         if (!clr_bitmap_test(bits, k))
             continue;
@@ -521,7 +521,7 @@ static int h_bitmap_merge(void *arg, const uint8_t *bits, size_t nbytes)
         clr_bmc_mark_needed(&a->bmc, s, n);
         any++;
     }
-    arr_mutex_unlock(&a->bm_lock);
+    clr_mutex_unlock(&a->bm_lock);
     if (any) {
         /* our slot, durable on every in-sync member; if none took the bits
          * the core must not clear the slot they came from */
@@ -539,10 +539,10 @@ static void h_want_resync(void *arg)
     struct arr_cluster *cl = arg;
     struct clr_array *a = cl->a;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     a->resync_pending = true;
     clr_arr_sync_kick_locked(a);
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
 }
 
 static int h_pause(void *arg, unsigned ms)
@@ -553,12 +553,12 @@ static int h_pause(void *arg, unsigned ms)
     int rc = 0;
 
     deadline(&ts, ms);
-    arr_mutex_lock(&cl->mu);
+    clr_mutex_lock(&cl->mu);
     g = cl->gen;
     while (!cl->stop && cl->gen == g && rc == 0)
-        rc = arr_cond_timedwait(&cl->cond, &cl->mu, &ts);
+        rc = clr_cond_timedwait(&cl->cond, &cl->mu, &ts);
     rc = cl->stop ? -ESHUTDOWN : 0;
-    arr_mutex_unlock(&cl->mu);
+    clr_mutex_unlock(&cl->mu);
     return rc;
 }
 
@@ -668,7 +668,7 @@ static void settle_candidates(struct arr_cluster *cl, const struct clr_md_sb *re
 {
     struct clr_array *a = cl->a;
 
-    arr_mutex_lock(&cl->mu);
+    clr_mutex_lock(&cl->mu);
     for (unsigned i = 0; i < cl->ncand;) {
         struct cl_candidate *c = &cl->cand[i];
         struct clr_md_sb sb;
@@ -701,7 +701,7 @@ static void settle_candidates(struct arr_cluster *cl, const struct clr_md_sb *re
         m->role = -1;
         m->state = ARR_M_SPARE;
         m->io = c->io;
-        arr_mutex_lock(&a->lock);
+        clr_mutex_lock(&a->lock);
         if (a->nmem < ARR_MAX_MEMBERS) {
             a->mem[a->nmem++] = m;
             clr_arr_log(a, LOG_NOTICE, "%s: added as device %u by another node", m->path, m->dev_number);
@@ -710,10 +710,10 @@ static void settle_candidates(struct arr_cluster *cl, const struct clr_md_sb *re
             free(m->path);
             free(m);
         }
-        arr_mutex_unlock(&a->lock);
+        clr_mutex_unlock(&a->lock);
         cl->cand[i] = cl->cand[--cl->ncand];
     }
-    arr_mutex_unlock(&cl->mu);
+    clr_mutex_unlock(&cl->mu);
 }
 
 /* Re-reads the superblock of @dev_number (or a good member) and applies
@@ -730,11 +730,11 @@ static int read_newest_sb(struct clr_array *a, struct clr_md_sb *sb)
     unsigned nin = 0, nok = 0;
     int last = -ENODEV;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nmem; i++)
         if (a->mem[i]->state == ARR_M_IN_SYNC && a->mem[i]->io)
             in[nin++] = a->mem[i];
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     for (unsigned i = 0; i < nin; i++) {
         struct clr_md_sb x;
         int r = read_sb_io(in[i]->io, a->sb.set_uuid, &x);
@@ -775,11 +775,11 @@ static int cl_rebuild_check(struct clr_array *a, struct arr_member *m, uint64_t 
 
     if (!a->cl)
         return 0;
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     io = m->io;
     role = m->role;
     dn = m->dev_number;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     if (!io || role < 0 || read_sb_io(io, a->sb.set_uuid, &own) != 0 || read_newest_sb(a, &sb) != 0)
         return 0;
     if (recovered_elsewhere(&own, &sb, dn, role))
@@ -823,7 +823,7 @@ static int reload_sb_ctx(struct clr_array *a, uint32_t dev_number, const struct 
     void *buf;
     int rc;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nmem; i++) {
         struct arr_member *m = a->mem[i];
 
@@ -831,7 +831,7 @@ static int reload_sb_ctx(struct clr_array *a, uint32_t dev_number, const struct 
             m->state != ARR_M_FAULTY && m->state != ARR_M_REMOVED)
             src = m;
     }
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     rc = src ? read_sb_io(src->io, a->sb.set_uuid, &sb) : -ENODEV;
     if (rc) {
         /* CLR_MDC_ANY_DEV (after a death, a join, our own meta_begin), or
@@ -858,17 +858,17 @@ static int reload_sb_ctx(struct clr_array *a, uint32_t dev_number, const struct 
     rc_ = (struct clr_rules_change *)(rm + ARR_MAX_MEMBERS);
     ro = (struct clr_rules_own *)(rc_ + ARR_MAX_MEMBERS);
     rs = (struct clr_rules_sbrole *)(ro + ARR_MAX_MEMBERS);
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nmem; i++) {
         struct arr_member *m = a->mem[i];
 
         if (m->io && (m->state == ARR_M_SPARE || (m->state == ARR_M_REBUILDING && m->remote_rebuild)))
             chk[nchk++] = m;
     }
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     for (unsigned i = 0; i < nchk; i++)
         have[i] = read_sb_io(chk[i]->io, a->sb.set_uuid, &own[i]) == 0;
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     if (sb.events > a->sb.events)
         a->sb.events = sb.events;
     /* the facts, then the decisions */
@@ -924,7 +924,7 @@ static int reload_sb_ctx(struct clr_array *a, uint32_t dev_number, const struct 
             a->resync_pending = true;
         clr_arr_sync_kick_locked(a);
     }
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     free(own);
     free(buf);
     if (changed)
@@ -956,14 +956,14 @@ static int h_find_disk(void *arg, const uint8_t uuid[16], uint32_t dev_number, c
     clr_uuid_format_dashed(uuid, want);
     /* one NEWDISK at a time cluster-wide (its adder holds `metadata`):
      * candidates of an earlier one are stale (its adder died) */
-    arr_mutex_lock(&cl->mu);
+    clr_mutex_lock(&cl->mu);
     while (cl->ncand) {
         clr_arr_log(a, LOG_INFO, "%s: candidate for device %u dropped (a newer NEWDISK)", cl->cand[0].path,
                     cl->cand[0].dev_number);
         drop_candidate_locked(cl, 0);
     }
-    arr_mutex_unlock(&cl->mu);
-    arr_mutex_lock(&a->lock);
+    clr_mutex_unlock(&cl->mu);
+    clr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nmem; i++) {
         char tmp[256];
         bool dup = false;
@@ -976,7 +976,7 @@ static int h_find_disk(void *arg, const uint8_t uuid[16], uint32_t dev_number, c
         if (!dup && ndirs < ARR_MAX_MEMBERS)
             snprintf(dirs[ndirs++], sizeof dirs[0], "%s", d);
     }
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     for (unsigned i = 0; i < ndirs && rc == -ENOENT; i++) {
         DIR *d = opendir(dirs[i]);
         struct dirent *de;
@@ -1006,7 +1006,7 @@ static int h_find_disk(void *arg, const uint8_t uuid[16], uint32_t dev_number, c
 
                 if (clr_io_open(a->ctx, path, fl, &io) == 0) {
                     clr_arr_mem_align_note(a, io);
-                    arr_mutex_lock(&cl->mu);
+                    clr_mutex_lock(&cl->mu);
                     if (cl->ncand < CL_MAX_CANDIDATES) {
                         struct cl_candidate *c = &cl->cand[cl->ncand++];
 
@@ -1020,7 +1020,7 @@ static int h_find_disk(void *arg, const uint8_t uuid[16], uint32_t dev_number, c
                         io = NULL;
                         rc = 0;
                     }
-                    arr_mutex_unlock(&cl->mu);
+                    clr_mutex_unlock(&cl->mu);
                     clr_io_close(io);
                 }
             }
@@ -1050,7 +1050,7 @@ static int h_remote_remove(void *arg, uint32_t dev_number, const struct clr_mdc_
     struct clr_array *a = cl->a;
     struct arr_member *m;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     m = by_dev_locked(a, dev_number);
     if (m && (m->state == ARR_M_FAULTY || m->state == ARR_M_SPARE)) {
         m->state = ARR_M_REMOVED;
@@ -1058,7 +1058,7 @@ static int h_remote_remove(void *arg, uint32_t dev_number, const struct clr_mdc_
         m->write_behind = false;
         clr_arr_log(a, LOG_NOTICE, "%s: removed by another node", m->path);
     }
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     return 0;
 }
 
@@ -1074,13 +1074,13 @@ static int h_remote_readd(void *arg, uint32_t dev_number, const struct clr_mdc_r
 
     bool nomem = false;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     m = by_dev_locked(a, dev_number);
     if (m && !m->io) {
         path = strdup(m->path);
         nomem = !path;
     }
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     if (!m)
         return -ENOENT;
     if (nomem)
@@ -1096,7 +1096,7 @@ static int h_remote_readd(void *arg, uint32_t dev_number, const struct clr_mdc_r
         if (read_sb_io(io ? io : m->io, a->sb.set_uuid, &sb) != 0)
             sb.dev_number = UINT32_MAX;
     }
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     {
         struct clr_rules_ctx x = { .sender = rx->sender, .type = rx->type, .sb_events = a->sb.events };
         struct clr_rules_member rm = rules_member(m);
@@ -1126,7 +1126,7 @@ static int h_remote_readd(void *arg, uint32_t dev_number, const struct clr_mdc_r
         clr_arr_recompute_locked(a);
         clr_arr_log(a, LOG_NOTICE, "%s: re-added by another node: written from now on", m->path);
     }
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     clr_io_close(io);
     if (rc)
         return rc;
@@ -1169,7 +1169,7 @@ static void hold_note(struct arr_cluster *cl, const struct clr_ls_event *ev, int
     struct clr_array *a = cl->a;
     int64_t held = 0;
 
-    arr_mutex_lock(&cl->mu);
+    clr_mutex_lock(&cl->mu);
     if (!was && now) {
         cl->hold_start_ms = t;
         cl->hold_end_ms = 0;
@@ -1177,7 +1177,7 @@ static void hold_note(struct arr_cluster *cl, const struct clr_ls_event *ev, int
         cl->hold_end_ms = t;
         held = t - cl->hold_start_ms;
     }
-    arr_mutex_unlock(&cl->mu);
+    clr_mutex_unlock(&cl->mu);
     if (now & ~was) {
         clr_arr_log(a, LOG_WARNING, "cluster: node %u lost (slot %d, pid %u), writes held until it is fenced",
                     ev->nodeid, ev->slot - 1, ev->pid);
@@ -1209,18 +1209,18 @@ static void cl_event(struct clr_ls *ls, const struct clr_ls_event *ev, void *arg
     if (ev->type == CLR_LS_EV_DONE || ev->type == CLR_LS_EV_MEMBER_FAILED) {
         int n = clr_ls_member_count(ls);
 
-        arr_mutex_lock(&cl->mu);
+        clr_mutex_lock(&cl->mu);
         cl->members = n;
-        arr_mutex_unlock(&cl->mu);
+        clr_mutex_unlock(&cl->mu);
     }
     if (ev->type == CLR_LS_EV_PREP || ev->type == CLR_LS_EV_MEMBER_FAILED) {
-        arr_mutex_lock(&cl->mu);
+        clr_mutex_lock(&cl->mu);
         cl->recovery_started_ms = clr_arr_wall_ms();
         if (ev->type == CLR_LS_EV_MEMBER_FAILED && ev->slot >= 1 && ev->slot <= 64) {
             cl->dead_pending |= 1ull << (ev->slot - 1);
             cl->orphan_pending |= 1ull << (ev->slot - 1);
         }
-        arr_mutex_unlock(&cl->mu);
+        clr_mutex_unlock(&cl->mu);
     }
     switch (ev->type) {
     case CLR_LS_EV_PREP:
@@ -1243,10 +1243,10 @@ static void cl_event(struct clr_ls *ls, const struct clr_ls_event *ev, void *arg
         cl_wake(cl);
         break;
     case CLR_LS_EV_FREEZE:
-        arr_mutex_lock(&a->lock);
+        clr_mutex_lock(&a->lock);
         a->frozen = true;
         cl->frozen_by_cluster = true;
-        arr_mutex_unlock(&a->lock);
+        clr_mutex_unlock(&a->lock);
         /* a write hold stays: writes past req_enter do not see the
          * freeze, so ending the hold here would let them reach the
          * disks on a node that lost quorum (the freeze is final: the
@@ -1298,7 +1298,7 @@ static void resume_orphans(struct arr_cluster *cl, uint64_t dead, bool alone)
 
     struct clr_rules_ctx x = { .sender = -1, .type = -1, .dead = dead, .alone = alone };
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nmem; i++) {
         struct arr_member *m = a->mem[i];
         struct clr_rules_member rm = rules_member(m);
@@ -1306,7 +1306,7 @@ static void resume_orphans(struct arr_cluster *cl, uint64_t dead, bool alone)
         if (clr_rules_orphaned(&x, &rm))
             orph[n++] = m;
     }
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     if (!n)
         return;
     for (unsigned i = 0; i < n; i++) {
@@ -1316,7 +1316,7 @@ static void resume_orphans(struct arr_cluster *cl, uint64_t dead, bool alone)
         struct clr_rules_own ro = rules_own(&own, have, m->dev_number);
         uint64_t off = clr_rules_resume_offset(&ro);
 
-        arr_mutex_lock(&a->lock);
+        clr_mutex_lock(&a->lock);
         if (m->state == ARR_M_REBUILDING && m->remote_rebuild) {
             m->remote_rebuild = false;
             m->rebuilder = -1;
@@ -1328,7 +1328,7 @@ static void resume_orphans(struct arr_cluster *cl, uint64_t dead, bool alone)
                         off);
             clr_arr_sync_kick_locked(a);
         }
-        arr_mutex_unlock(&a->lock);
+        clr_mutex_unlock(&a->lock);
     }
 }
 
@@ -1339,11 +1339,11 @@ static void note_balancing(struct arr_cluster *cl)
     struct clr_mdc_stats st;
 
     clr_mdc_stats(&cl->mdc, &st);
-    arr_mutex_lock(&cl->mu);
+    clr_mutex_lock(&cl->mu);
     if (!st.recovering && !st.pending && cl->recovery_started_ms &&
         cl->read_balancing_restored_ms < cl->recovery_started_ms)
         cl->read_balancing_restored_ms = clr_arr_wall_ms();
-    arr_mutex_unlock(&cl->mu);
+    clr_mutex_unlock(&cl->mu);
 }
 
 static void *rec_main(void *arg)
@@ -1351,13 +1351,13 @@ static void *rec_main(void *arg)
     struct arr_cluster *cl = arg;
     unsigned backoff = 100;
 
-    arr_mutex_lock(&cl->mu);
+    clr_mutex_lock(&cl->mu);
     while (!cl->stop) {
         uint64_t g = cl->gen, dead, orphans;
         bool pend, alone;
         int rc = 0;
 
-        arr_mutex_unlock(&cl->mu);
+        clr_mutex_unlock(&cl->mu);
         note_balancing(cl);
         pend = clr_mdc_recovery_pending(&cl->mdc);
         if (pend)
@@ -1366,38 +1366,38 @@ static void *rec_main(void *arg)
         /* the masks first, then the queue (not under cl->mu: changed()
          * nests the other way): a slot is marked only after the core
          * queued its takeover, so a mark seen here is never ahead of it */
-        arr_mutex_lock(&cl->mu);
+        clr_mutex_lock(&cl->mu);
         dead = cl->dead_pending;
         orphans = cl->orphan_pending;
         alone = cl->members == 1;
-        arr_mutex_unlock(&cl->mu);
+        clr_mutex_unlock(&cl->mu);
         pend = clr_mdc_recovery_pending(&cl->mdc);
         if (rc || pend)
             dead = orphans = 0;
-        arr_mutex_lock(&cl->mu);
+        clr_mutex_lock(&cl->mu);
         cl->dead_pending &= ~dead;
         cl->orphan_pending &= ~orphans;
         if ((dead || orphans || alone) && !cl->stop) {
             /* the slots that went are taken over: what they left half done */
-            arr_mutex_unlock(&cl->mu);
+            clr_mutex_unlock(&cl->mu);
             if (dead)
                 reload_sb_dead(cl->a, CLR_MDC_ANY_DEV, dead);
             else if (orphans)
                 reload_sb(cl->a, CLR_MDC_ANY_DEV);
             resume_orphans(cl, orphans, alone && !pend && rc == 0);
-            arr_mutex_lock(&cl->mu);
+            clr_mutex_lock(&cl->mu);
         }
         if (cl->stop)
             break;
         if (rc && rc != -ESHUTDOWN) {
             struct timespec ts;
 
-            arr_mutex_unlock(&cl->mu);
+            clr_mutex_unlock(&cl->mu);
             clr_arr_log(cl->a, LOG_ERR, "cluster: bitmap takeover failed (%s): retrying in %u ms",
                         strerror(-rc), backoff);
-            arr_mutex_lock(&cl->mu);
+            clr_mutex_lock(&cl->mu);
             deadline(&ts, backoff);
-            arr_cond_timedwait(&cl->cond, &cl->mu, &ts);
+            clr_cond_timedwait(&cl->cond, &cl->mu, &ts);
             backoff = backoff < 5000 ? backoff * 2 : 5000;
             continue;
         }
@@ -1406,10 +1406,10 @@ static void *rec_main(void *arg)
             struct timespec ts;
 
             deadline(&ts, 1000);
-            arr_cond_timedwait(&cl->cond, &cl->mu, &ts);
+            clr_cond_timedwait(&cl->cond, &cl->mu, &ts);
         }
     }
-    arr_mutex_unlock(&cl->mu);
+    clr_mutex_unlock(&cl->mu);
     return NULL;
 }
 
@@ -1474,11 +1474,11 @@ static int load_our_slot(struct clr_array *a, struct clr_err *e)
         free(u);
         return clr_err_set(e, -ENOMEM, "out of memory");
     }
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nmem; i++)
         if (a->mem[i]->state == ARR_M_IN_SYNC && a->mem[i]->io)
             src[n++] = a->mem[i];
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     for (unsigned i = 0; i < n; i++) {
         rc = clr_io_pread(src[i]->io, buf, a->bm_write_bytes, a->bm_off);
         if (rc) {
@@ -1544,13 +1544,13 @@ static void cl_free(struct clr_array *a)
         clr_mdc_destroy(&cl->mdc);
     for (struct cl_lockent *le = cl->locks, *nx; le; le = nx) {
         nx = le->next;
-        arr_mutex_destroy(&le->mu);
-        arr_mutex_destroy(&le->tmu);
+        clr_mutex_destroy(&le->mu);
+        clr_mutex_destroy(&le->tmu);
         free(le);
     }
     while (cl->ncand)
         drop_candidate_locked(cl, 0);
-    arr_mutex_destroy(&cl->mu);
+    clr_mutex_destroy(&cl->mu);
     pthread_cond_destroy(&cl->cond);
     free(cl);
     a->cl = NULL;
@@ -1566,9 +1566,9 @@ static void cl_close(struct clr_array *a, bool killed)
         clr_bcast_close(cl->bc);
     cl->bc = NULL;
     for (struct cl_lockent *le = cl->locks; le; le = le->next) {
-        arr_mutex_lock(&le->tmu);
+        clr_mutex_lock(&le->tmu);
         le->stray = false; /* closing: nothing to convert back */
-        arr_mutex_unlock(&le->tmu);
+        clr_mutex_unlock(&le->tmu);
         if (!killed && clr_lock_mode(le->lk) != CLR_LOCK_IV)
             clr_unlock_sync(le->lk, 0, 2000);
         clr_lock_destroy(le->lk);
@@ -1690,12 +1690,12 @@ static int cl_start_check(struct clr_array *a, struct clr_err *e)
         rs[i] = rules_sbrole(&sb, i);
         rm[i] = (struct clr_rules_member){ .state = CLR_RULES_REMOVED, .role = -1, .rebuilder = -1 };
     }
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     x.raid_disks = a->g.raid_disks;
     for (unsigned j = 0; j < a->nmem; j++)
         if (a->mem[j]->dev_number < n)
             rm[a->mem[j]->dev_number] = rules_member(a->mem[j]);
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     miss = clr_rules_start_missing(&x, rm, rs, n);
     rc = 0;
     if (miss >= 0)
@@ -1732,12 +1732,12 @@ static int cl_join(struct clr_array *a, struct arr_cluster *cl, struct clr_err *
     rc = clr_arr_bm_flush(a);
     clr_arr_nowait_exit(a);
     if (rc == 0) {
-        arr_mutex_lock(&a->lock);
+        clr_mutex_lock(&a->lock);
         if (a->frozen)
             rc = clr_err_set(
                 e, -EIO,
                 "a member failed while joining the cluster and the failure could not be recorded and announced: not started");
-        arr_mutex_unlock(&a->lock);
+        clr_mutex_unlock(&a->lock);
     } else {
         clr_err_set(e, rc, "cannot write bitmap slot %u after joining: %s", a->slot, strerror(-rc));
     }
@@ -1773,7 +1773,7 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
         return clr_err_set(e, -ENOMEM, "out of memory");
     cl->a = a;
     snprintf(cl->backend, sizeof cl->backend, "%s", a->lock_backend);
-    arr_mutex_init(&cl->mu, ARR_RANK_CL, "cl->mu");
+    clr_mutex_init(&cl->mu, CLR_RANK_CL, "cl->mu");
     pthread_cond_init(&cl->cond, NULL);
     a->cl = cl;
     a->clops = &cl_ops;
@@ -1789,16 +1789,16 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
         cl->joined = false;
     }
     if (rc) {
-        arr_mutex_lock(&cl->mu);
+        clr_mutex_lock(&cl->mu);
         cl->stop = true;
-        arr_mutex_unlock(&cl->mu);
+        clr_mutex_unlock(&cl->mu);
         cl_close(a, false);
         return rc;
     }
     cl->rec_on = true;
-    arr_mutex_lock(&cl->mu);
+    clr_mutex_lock(&cl->mu);
     cl->members = clr_ls_member_count(cl->ls);
-    arr_mutex_unlock(&cl->mu);
+    clr_mutex_unlock(&cl->mu);
     clr_arr_log(a, LOG_INFO, "joined cluster lockspace %s (%s) as slot %u of %u, %d members", lsname,
                 a->lock_backend, a->slot, clr_bitmap_slots(&a->bsb), cl->members);
     return 0;
@@ -1810,19 +1810,19 @@ static bool cl_alone(struct clr_array *a)
 
     if (!a->cl)
         return true;
-    arr_mutex_lock(&a->cl->mu);
+    clr_mutex_lock(&a->cl->mu);
     alone = a->cl->members == 1;
-    arr_mutex_unlock(&a->cl->mu);
+    clr_mutex_unlock(&a->cl->mu);
     return alone;
 }
 
 /* Tells the cluster threads to stop (they notice at their next wait). */
 static void cl_signal_stop(struct arr_cluster *cl)
 {
-    arr_mutex_lock(&cl->mu);
+    clr_mutex_lock(&cl->mu);
     cl->stop = true;
     pthread_cond_broadcast(&cl->cond);
-    arr_mutex_unlock(&cl->mu);
+    clr_mutex_unlock(&cl->mu);
 }
 
 static void cl_stop_threads(struct clr_array *a)
@@ -1875,13 +1875,13 @@ int clr_array_confirm_dead(struct clr_array *a, uint64_t member)
     int rc = -EINVAL;
     bool up;
 
-    arr_mutex_lock(&a->mgmt_lock);
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->mgmt_lock);
+    clr_mutex_lock(&a->lock);
     up = a->running && !a->stopping;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     if (up && a->cl && a->cl->ls)
         rc = clr_ls_confirm_dead(a->cl->ls, member);
-    arr_mutex_unlock(&a->mgmt_lock);
+    clr_mutex_unlock(&a->mgmt_lock);
     return rc;
 }
 
@@ -1904,9 +1904,9 @@ static uint64_t cl_gen(struct clr_array *a)
 
     if (!a->cl)
         return 0;
-    arr_mutex_lock(&a->cl->mu);
+    clr_mutex_lock(&a->cl->mu);
     g = a->cl->gen;
-    arr_mutex_unlock(&a->cl->mu);
+    clr_mutex_unlock(&a->cl->mu);
     return g;
 }
 
@@ -1919,10 +1919,10 @@ static void cl_wait(struct clr_array *a, uint64_t gen, unsigned ms)
     if (!cl)
         return;
     deadline(&ts, ms);
-    arr_mutex_lock(&cl->mu);
+    clr_mutex_lock(&cl->mu);
     while (cl->gen == gen && !cl->stop && rc == 0)
-        rc = arr_cond_timedwait(&cl->cond, &cl->mu, &ts);
-    arr_mutex_unlock(&cl->mu);
+        rc = clr_cond_timedwait(&cl->cond, &cl->mu, &ts);
+    clr_mutex_unlock(&cl->mu);
 }
 
 static void cl_kick(struct clr_array *a)
@@ -1981,9 +1981,9 @@ static int cl_meta_end(struct clr_array *a, bool send)
         clr_arr_log(a, LOG_ERR, "cluster: no in-sync member left to name in METADATA_UPDATED");
         send = false;
     }
-    arr_mutex_lock(&a->meta_lock);
+    clr_mutex_lock(&a->meta_lock);
     written = a->sb_done_gen;
-    arr_mutex_unlock(&a->meta_lock);
+    clr_mutex_unlock(&a->meta_lock);
     cl_meta_owner(a->cl, false);
     /* the core turns a refusal into -EREMOTEIO (engine/cluster/mdc.c) */
     rc = clr_mdc_meta_end(&a->cl->mdc, g ? g->dev_number : 0, send);
@@ -1996,10 +1996,10 @@ static int cl_meta_end(struct clr_array *a, bool send)
     } else if (rc) {
         clr_arr_log(a, LOG_ERR, "cluster: METADATA_UPDATED not delivered: %s", strerror(-rc));
     } else if (send) {
-        arr_mutex_lock(&a->meta_lock);
+        clr_mutex_lock(&a->meta_lock);
         if (written > a->sb_announced_gen)
             a->sb_announced_gen = written;
-        arr_mutex_unlock(&a->meta_lock);
+        clr_mutex_unlock(&a->meta_lock);
     }
     return rc;
 }
@@ -2018,9 +2018,9 @@ static int cl_resync_begin(struct clr_array *a, uint64_t lo, uint64_t hi)
         rc = clr_mdc_resync_begin(&a->cl->mdc, lo, hi);
         if (rc != -ETIMEDOUT && rc != -EAGAIN && rc != -EBUSY)
             return rc;
-        arr_mutex_lock(&a->lock);
+        clr_mutex_lock(&a->lock);
         stop = a->stopping || a->sync_abort;
-        arr_mutex_unlock(&a->lock);
+        clr_mutex_unlock(&a->lock);
         if (stop)
             return -ECANCELED;
     }
@@ -2093,7 +2093,7 @@ static void cl_status(struct clr_array *a, json_object *o, uint64_t *lock_ops, u
     int64_t started, restored, taken, hold0, hold1;
 
     clr_mdc_stats(&cl->mdc, &st);
-    arr_mutex_lock(&cl->mu);
+    clr_mutex_lock(&cl->mu);
     json_object_object_add(c, "backend", json_object_new_string(cl->backend));
     json_object_object_add(c, "slot", json_object_new_int64(st.slot));
     json_object_object_add(c, "members", json_object_new_int(cl->stop ? 0 : cl->members));
@@ -2102,7 +2102,7 @@ static void cl_status(struct clr_array *a, json_object *o, uint64_t *lock_ops, u
     taken = cl->takeover_at_ms;
     hold0 = cl->hold_start_ms;
     hold1 = cl->hold_end_ms;
-    arr_mutex_unlock(&cl->mu);
+    clr_mutex_unlock(&cl->mu);
     /* members lost with their node and not yet fenced: new writes wait;
      * write_hold: wall-clock ms of the last hold's start and end (null:
      * still held), so a test can tell that no write completed inside it */

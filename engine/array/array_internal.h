@@ -6,7 +6,7 @@
  * lock, the bitmap and every sync action work in sync sectors, so a client
  * write and a resync of the same place always meet on the same lock.
  *
- * Lock order: the rank table in engine/array/lockrank.h (checked with
+ * Lock order: the rank table in engine/common/lockrank.h (checked with
  * --enable-lockrank) and doc/architecture.md §7. Never hold lock or
  * bm_lock across member I/O except bm_lock's flush generation hand-off
  * (the flusher drops bm_lock while writing).  Layering: doc/architecture.md
@@ -22,7 +22,7 @@
 #include <json-c/json.h>
 
 #include "array/array.h"
-#include "array/lockrank.h"
+#include "common/lockrank.h"
 #include "format/md_bitmap.h"
 #include "format/md_sb.h"
 #include "io/io.h"
@@ -86,7 +86,7 @@ struct arr_range {
 };
 
 struct arr_rlock {
-    struct arr_mutex mu;
+    struct clr_mutex mu;
     pthread_cond_t cv;
     struct arr_range *held;
 };
@@ -153,7 +153,7 @@ struct clr_array {
     struct arr_member *role_mem[CLR_RAID_MAX_DISKS]; /* IN_SYNC/REBUILDING holder */
 
     /* lock: member states, freeze, request accounting, sync requests */
-    struct arr_mutex lock;
+    struct clr_mutex lock;
     pthread_cond_t cond; /* freeze, drain, sync wake-ups */
     bool running, stopping, stopped;
     bool frozen, thaw_err;
@@ -164,7 +164,7 @@ struct clr_array {
     bool degraded;
 
     /* management calls, one at a time (taken before everything else) */
-    struct arr_mutex mgmt_lock;
+    struct clr_mutex mgmt_lock;
     /* threads that must not wait for a thaw (under lock): a management
      * call (it holds mgmt_lock, which a thaw by re-add and the stop
      * need) and the thread joining the cluster in start (nobody can
@@ -174,7 +174,7 @@ struct clr_array {
     unsigned nnowait;
 
     /* superblock writes */
-    struct arr_mutex meta_lock;
+    struct clr_mutex meta_lock;
     uint64_t sb_done_gen;                  /* written to the superblocks */
     atomic_uint_fast64_t sb_announced_gen; /* written and (cluster)
                                      * METADATA_UPDATED delivered everywhere
@@ -183,7 +183,7 @@ struct clr_array {
     uint8_t *sb_buf;                       /* 4 KiB per member slot */
 
     /* bitmap */
-    struct arr_mutex bm_lock;
+    struct clr_mutex bm_lock;
     pthread_cond_t bm_cond;
     struct clr_bmc bmc;
     uint64_t bm_want_gen, bm_done_gen;
@@ -200,7 +200,7 @@ struct clr_array {
     struct arr_rlock rl;
 
     /* RAID5/6 stripe buffers: a bounded pool (stripe_cache_kib) */
-    struct arr_mutex sp_lock;
+    struct clr_mutex sp_lock;
     pthread_cond_t sp_cond;
     uint8_t *sp_free[64];
     unsigned sp_nfree, sp_total, sp_max;
@@ -210,7 +210,7 @@ struct clr_array {
      * idle ones are kept per power-of-two size class, up to
      * ARR_RB_KEEP_BYTES in all, so that a request neither maps nor
      * faults in fresh pages. */
-    struct arr_mutex rb_lock;
+    struct clr_mutex rb_lock;
     uint8_t *rb_free[ARR_RB_CLASSES][ARR_RB_PER_CLASS];
     unsigned rb_n[ARR_RB_CLASSES];
     size_t rb_kept;

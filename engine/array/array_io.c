@@ -23,13 +23,13 @@ static int req_enter(struct clr_array *a)
 {
     int rc = 0;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     while (a->quiesce && !a->stopping)
-        arr_cond_wait(&a->cond, &a->lock);
+        clr_cond_wait(&a->cond, &a->lock);
     if (a->frozen && !a->thaw_err && a->running && !a->stopping) {
         a->blocked++;
         while (a->frozen && !a->thaw_err && !a->stopping)
-            arr_cond_wait(&a->cond, &a->lock);
+            clr_cond_wait(&a->cond, &a->lock);
         a->blocked--;
     }
     if (!a->running || a->stopping)
@@ -38,20 +38,20 @@ static int req_enter(struct clr_array *a)
         rc = -EIO;
     else
         a->inflight++;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     atomic_store(&a->last_client_ns, clr_arr_now_ns());
     return rc;
 }
 
 static void req_exit(struct clr_array *a)
 {
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     /* the only waiters for the count are a quiesce (detach_removed) and a
      * stop, both flagged under this lock before they wait; a broadcast
      * for every request woke the threads that share a->cond */
     if (--a->inflight == 0 && (a->quiesce || a->stopping))
         pthread_cond_broadcast(&a->cond);
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
 }
 
 /* ============================ public entry points ======================== */
@@ -123,9 +123,9 @@ static int admit(struct clr_array *a, struct arr_range *r, uint64_t ss, uint64_t
             break;
         clr_arr_rl_unlock(&a->rl, r);
         arr_cl_wait(a, g, 100);
-        arr_mutex_lock(&a->lock);
+        clr_mutex_lock(&a->lock);
         stop = a->stopping;
-        arr_mutex_unlock(&a->lock);
+        clr_mutex_unlock(&a->lock);
         if (stop)
             return -ESHUTDOWN;
         clr_arr_rl_lock(&a->rl, r, ss, sn);
@@ -179,14 +179,14 @@ static int bitmap_before_data(struct clr_array *a, struct arr_req *rq, struct ar
     int rc;
 
     while ((rc = clr_arr_bm_start_write(a, rq, ss, sn)) == -EAGAIN) {
-        arr_mutex_lock(&a->lock);
+        clr_mutex_lock(&a->lock);
         if (!a->frozen && !a->stopping)
             clr_arr_log(
                 a, LOG_CRIT,
                 "no in-sync member took the write-intent bitmap: array frozen; 'clraid thaw %s --error' fails the blocked I/O",
                 a->name);
         a->frozen = true;
-        arr_mutex_unlock(&a->lock);
+        clr_mutex_unlock(&a->lock);
         rc = thaw_and_readmit(a, r, ss, sn);
         if (rc)
             return rc;
@@ -280,11 +280,11 @@ int clr_arr_flush_all(struct clr_array *a)
     struct clr_io_wg wg;
     unsigned n = 0;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nmem; i++)
         if (arr_writable(a->mem[i]->state) && a->mem[i]->io)
             tgt[n++] = a->mem[i];
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     clr_io_wg_init(&wg);
     for (unsigned i = 0; i < n; i++) {
         legs[i] = (struct arr_leg){ .wg = &wg, .m = tgt[i] };

@@ -42,23 +42,23 @@ static int detach_removed(struct clr_array *a, struct arr_member *m)
 {
     struct arr_range r;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     if (a->frozen) {
-        arr_mutex_unlock(&a->lock);
+        clr_mutex_unlock(&a->lock);
         return -EBUSY;
     }
     a->quiesce++;
     while (a->inflight)
-        arr_cond_wait(&a->cond, &a->lock);
-    arr_mutex_unlock(&a->lock);
+        clr_cond_wait(&a->cond, &a->lock);
+    clr_mutex_unlock(&a->lock);
     /* sync units took their views under the range lock: wait for them */
     clr_arr_rl_lock(&a->rl, &r, 0, UINT64_MAX / 2);
     clr_io_close(m->io);
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     m->io = NULL;
     a->quiesce--;
     pthread_cond_broadcast(&a->cond);
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     clr_arr_rl_unlock(&a->rl, &r);
     return 0;
 }
@@ -89,10 +89,10 @@ json_object *clr_array_status_json(struct clr_array *a)
     uint64_t dirty, lock_ops, messages;
     const char *st;
 
-    arr_mutex_lock(&a->bm_lock);
+    clr_mutex_lock(&a->bm_lock);
     dirty = clr_bmc_dirty_chunks(&a->bmc);
-    arr_mutex_unlock(&a->bm_lock);
-    arr_mutex_lock(&a->lock);
+    clr_mutex_unlock(&a->bm_lock);
+    clr_mutex_lock(&a->lock);
     clr_uuid_format_mdadm(a->sb.set_uuid, uuid);
     clr_md_layout_name(a->sb.level, a->sb.layout, layout, sizeof layout);
     st = state_locked(a);
@@ -158,7 +158,7 @@ json_object *clr_array_status_json(struct clr_array *a)
     } else {
         json_object_object_add(o, "frozen", NULL);
     }
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     lock_ops = messages = 0;
     if (a->clops)
         a->clops->status(a, o, &lock_ops, &messages);
@@ -187,7 +187,7 @@ static int mgmt_fail_device(struct clr_array *a, const char *path, struct clr_er
     struct arr_member *m;
     int rc;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     rc = need_running(a, e);
     m = rc ? NULL : find_locked(a, path);
     if (!rc && !m)
@@ -198,7 +198,7 @@ static int mgmt_fail_device(struct clr_array *a, const char *path, struct clr_er
                         path, a->name);
     if (!rc && (m->state == ARR_M_FAULTY || m->state == ARR_M_REMOVED))
         rc = clr_err_set(e, -EALREADY, "%s is already %s", path, mstate_names[m->state]);
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     if (rc)
         return rc;
     rc = clr_arr_member_failed(a, NULL, m, -EIO);
@@ -215,7 +215,7 @@ static int mgmt_remove_device(struct clr_array *a, const char *path, struct clr_
     uint64_t gen = 0;
     int rc;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     rc = need_running(a, e);
     m = rc ? NULL : find_locked(a, path);
     if (!rc && !m)
@@ -223,7 +223,7 @@ static int mgmt_remove_device(struct clr_array *a, const char *path, struct clr_
     if (!rc && m->state != ARR_M_FAULTY && m->state != ARR_M_SPARE)
         rc = clr_err_set(e, -EBUSY, "%s is %s: fail it first ('clraid fail %s %s')", path,
                          mstate_names[m->state], a->name, path);
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     if (rc)
         return rc;
     /* cluster: every node forgets it first (md: REMOVE, then the kick) */
@@ -231,14 +231,14 @@ static int mgmt_remove_device(struct clr_array *a, const char *path, struct clr_
     if (rc)
         return clr_err_set(e, rc, "%s: the other nodes did not take the removal (%s): retry", path,
                            strerror(-rc));
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     /* The I/O handle stays open until stop: requests that saw the
      * member before it failed may still hold it. */
     m->state = ARR_M_REMOVED;
     m->role = -1;
     m->write_behind = false;
     gen = ++a->state_gen;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     rc = clr_arr_sb_update(a, gen, false);
     if (rc)
         clr_err_set(
@@ -258,11 +258,11 @@ static int copy_bitmap_area(struct clr_array *a, struct clr_io_dev *to)
     uint8_t *buf;
     int rc;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nmem && !src; i++)
         if (a->mem[i]->state == ARR_M_IN_SYNC && a->mem[i]->io)
             src = a->mem[i];
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     if (!src)
         return -ENODEV;
     rc = clr_io_alloc((void **)&buf, len);
@@ -334,7 +334,7 @@ static int add_preflight(struct clr_array *a, const char *path, uint32_t *dn, st
     struct arr_member *m;
     int rc;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     rc = need_running(a, e);
     m = rc ? NULL : find_locked(a, path);
     if (m && m->state != ARR_M_REMOVED)
@@ -345,7 +345,7 @@ static int add_preflight(struct clr_array *a, const char *path, uint32_t *dn, st
     for (unsigned i = 0; i < a->nmem; i++)
         if (a->mem[i]->dev_number < CLR_MD_MAX_DEV_LIMIT)
             used[a->mem[i]->dev_number] = true;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     if (rc)
         return rc;
     if (m && m->io && (rc = detach_removed(a, m)) != 0)
@@ -369,9 +369,9 @@ static int add_write_sb(struct clr_array *a, const char *path, struct clr_io_dev
     if (info.size / ARR_SECTOR < a->sb.data_offset + a->sb.size)
         return clr_err_set(e, -ENOSPC, "%s: too small (%" PRIu64 " sectors, need %" PRIu64 ")", path,
                            info.size / ARR_SECTOR, a->sb.data_offset + a->sb.size);
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     *sb = a->sb;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     if (getrandom(sb->device_uuid, 16, 0) != 16)
         return clr_err_set(e, -EIO, "cannot read random bytes for the device UUID");
     sb->dev_number = dn;
@@ -438,13 +438,13 @@ static int mgmt_add_device(struct clr_array *a, const char *path, struct clr_err
     m->role = -1;
     m->state = ARR_M_SPARE;
     m->io = io;
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     rc = append_member_locked(a, m, path, e);
     if (rc == 0) {
         place_spare_locked(a, m);
         gen = ++a->state_gen;
     }
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     if (rc) {
         m->io = NULL;
         goto fail;
@@ -480,7 +480,7 @@ static int readd_preflight(struct clr_array *a, const char *path, struct arr_mem
 {
     int rc;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     rc = need_running(a, e);
     *m = rc ? NULL : find_locked(a, path);
     if (!rc && *m && (*m)->state == ARR_M_IN_SYNC) {
@@ -489,7 +489,7 @@ static int readd_preflight(struct clr_array *a, const char *path, struct arr_mem
 
         a->frozen = a->thaw_err = false;
         pthread_cond_broadcast(&a->cond);
-        arr_mutex_unlock(&a->lock);
+        clr_mutex_unlock(&a->lock);
         if (was)
             clr_arr_log(a, LOG_NOTICE, "%s: back, array thawed", path);
         return was ? 1 : clr_err_set(e, -EALREADY, "%s is in sync already", path);
@@ -497,7 +497,7 @@ static int readd_preflight(struct clr_array *a, const char *path, struct arr_mem
     if (!rc && *m && (*m)->state != ARR_M_FAULTY && (*m)->state != ARR_M_REMOVED)
         rc = clr_err_set(e, -EBUSY, "%s is %s: nothing to re-add", path, mstate_names[(*m)->state]);
     *io = *m ? (*m)->io : NULL;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     return rc;
 }
 
@@ -582,10 +582,10 @@ static int readd_place_locked(struct clr_array *a, struct arr_member **mp, const
 
 static void sync_hold_release(struct clr_array *a)
 {
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     a->sync_hold--;
     pthread_cond_broadcast(&a->cond);
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
 }
 
 /* re-add, cluster (doc/architecture.md §4.11), inside our `metadata`:
@@ -599,7 +599,7 @@ static int readd_announce(struct clr_array *a, struct arr_member *m, int role, u
 
     *rolled_back = rc != 0;
     if (rc) {
-        arr_mutex_lock(&a->lock);
+        clr_mutex_lock(&a->lock);
         if (a->role_mem[role] == m)
             a->role_mem[role] = NULL;
         m->state = ARR_M_FAULTY;
@@ -608,17 +608,17 @@ static int readd_announce(struct clr_array *a, struct arr_member *m, int role, u
         clr_arr_recompute_locked(a);
         a->sync_hold--;
         pthread_cond_broadcast(&a->cond);
-        arr_mutex_unlock(&a->lock);
+        clr_mutex_unlock(&a->lock);
         clr_arr_bm_set_degraded(a);
         clr_arr_sb_update(a, gen, false);
         arr_cl_meta_end(a, true);
         return clr_err_set(e, rc, "%s: re-add not taken by every node (%s): rolled back, it stays faulty",
                            path, strerror(-rc));
     }
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     if (m->state == ARR_M_REBUILDING && m->bitmap_recovery)
         m->bits_gathered = true; /* the pass may mark it in sync */
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     clr_arr_log(a, LOG_NOTICE, "%s: re-added in role %d, resyncing the bitmap's dirty chunks", path, role);
     rc = sb_update_announced(a, gen);
     sync_hold_release(a);
@@ -653,9 +653,9 @@ static int mgmt_readd_device(struct clr_array *a, const char *path, struct clr_e
         return rc;
     }
     role = m && m->role >= 0 ? m->role : sb.dev_roles[sb.dev_number];
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     rc = readd_place_locked(a, &m, path, &sb, io, role, &gen, e);
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     if (rc) {
         arr_cl_meta_end(a, false);
         if (fresh)
@@ -685,7 +685,7 @@ int clr_array_start_check(struct clr_array *a, bool repair, struct clr_err *e)
 {
     int rc;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     rc = need_running(a, e);
     if (!rc && (a->action != ARR_SYNC_IDLE || a->requested != ARR_SYNC_IDLE))
         rc = clr_err_set(e, -EBUSY, "'%s' is busy with %s: wait for it to finish", a->name,
@@ -694,7 +694,7 @@ int clr_array_start_check(struct clr_array *a, bool repair, struct clr_err *e)
         a->requested = repair ? ARR_SYNC_REPAIR : ARR_SYNC_CHECK;
         pthread_cond_broadcast(&a->cond);
     }
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     return rc;
 }
 
@@ -702,7 +702,7 @@ int clr_array_thaw_error(struct clr_array *a, struct clr_err *e)
 {
     int rc = 0;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     if (!a->frozen) {
         rc = clr_err_set(e, -EINVAL, "'%s' is not frozen", a->name);
     } else {
@@ -711,7 +711,7 @@ int clr_array_thaw_error(struct clr_array *a, struct clr_err *e)
                     a->blocked);
         pthread_cond_broadcast(&a->cond);
     }
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     return rc;
 }
 
@@ -720,10 +720,10 @@ struct clr_io_dev *clr_array_member_io(struct clr_array *a, const char *path)
     struct arr_member *m;
     struct clr_io_dev *io;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     m = find_locked(a, path);
     io = m ? m->io : NULL;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     return io;
 }
 
@@ -749,12 +749,12 @@ int clr_array_wait_sync_idle(struct clr_array *a, unsigned timeout_ms)
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000;
     }
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     while (a->running && !a->frozen && busy_locked(a) && rc == 0)
-        rc = -arr_cond_timedwait(&a->cond, &a->lock, &ts);
+        rc = -clr_cond_timedwait(&a->cond, &a->lock, &ts);
     if (rc == 0 && a->running && busy_locked(a))
         rc = -EBUSY;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     return rc;
 }
 
@@ -763,9 +763,9 @@ int clr_array_wait_frozen(struct clr_array *a, unsigned timeout_ms, uint64_t min
     for (unsigned t = 0; t < timeout_ms; t += 5) {
         bool ok;
 
-        arr_mutex_lock(&a->lock);
+        clr_mutex_lock(&a->lock);
         ok = a->frozen && a->blocked >= min_blocked;
-        arr_mutex_unlock(&a->lock);
+        clr_mutex_unlock(&a->lock);
         if (ok)
             return 0;
         struct timespec ts = { 0, 5000000 };
@@ -776,12 +776,12 @@ int clr_array_wait_frozen(struct clr_array *a, unsigned timeout_ms, uint64_t min
 
 void clr_array_set_sync_speed(struct clr_array *a, uint32_t min_kib, uint32_t max_kib)
 {
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     if (min_kib)
         a->speed_min_kib = min_kib;
     if (max_kib)
         a->speed_max_kib = max_kib;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
 }
 
 /* Management calls run one at a time (never against a stopping array). */
@@ -790,11 +790,11 @@ static int under_mgmt(struct clr_array *a, int (*op)(struct clr_array *, const c
 {
     int rc;
 
-    arr_mutex_lock(&a->mgmt_lock);
+    clr_mutex_lock(&a->mgmt_lock);
     clr_arr_nowait_enter(a);
     rc = op(a, path, e);
     clr_arr_nowait_exit(a);
-    arr_mutex_unlock(&a->mgmt_lock);
+    clr_mutex_unlock(&a->mgmt_lock);
     return rc;
 }
 

@@ -20,7 +20,7 @@ void clr_arr_pool_init(struct clr_array *a)
     size_t chunk = (size_t)a->g.chunk_sectors * ARR_SECTOR;
     uint64_t n;
 
-    arr_mutex_init(&a->sp_lock, ARR_RANK_SP, "a->sp_lock");
+    clr_mutex_init(&a->sp_lock, CLR_RANK_SP, "a->sp_lock");
     pthread_cond_init(&a->sp_cond, NULL);
     /* blocks 0..ndata+1 of the stripe, then as many scratch blocks */
     a->sp_bytes = chunk * 2 * (a->g.data_disks + 2);
@@ -34,7 +34,7 @@ void clr_arr_pool_destroy(struct clr_array *a)
     for (unsigned i = 0; i < a->sp_nfree; i++)
         clr_io_free(a->sp_free[i]);
     a->sp_nfree = a->sp_total = 0;
-    arr_mutex_destroy(&a->sp_lock);
+    clr_mutex_destroy(&a->sp_lock);
     pthread_cond_destroy(&a->sp_cond);
 }
 
@@ -42,7 +42,7 @@ static uint8_t *pool_get(struct clr_array *a)
 {
     uint8_t *b = NULL;
 
-    arr_mutex_lock(&a->sp_lock);
+    clr_mutex_lock(&a->sp_lock);
     for (;;) {
         if (a->sp_nfree) {
             b = a->sp_free[--a->sp_nfree];
@@ -53,18 +53,18 @@ static uint8_t *pool_get(struct clr_array *a)
                 a->sp_total++;
             break;
         }
-        arr_cond_wait(&a->sp_cond, &a->sp_lock);
+        clr_cond_wait(&a->sp_cond, &a->sp_lock);
     }
-    arr_mutex_unlock(&a->sp_lock);
+    clr_mutex_unlock(&a->sp_lock);
     return b;
 }
 
 static void pool_put(struct clr_array *a, uint8_t *b)
 {
-    arr_mutex_lock(&a->sp_lock);
+    clr_mutex_lock(&a->sp_lock);
     a->sp_free[a->sp_nfree++] = b;
     pthread_cond_signal(&a->sp_cond);
-    arr_mutex_unlock(&a->sp_lock);
+    clr_mutex_unlock(&a->sp_lock);
 }
 
 /* One stripe's worth of working state. */

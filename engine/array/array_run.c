@@ -75,14 +75,14 @@ static int join_cluster(struct clr_array *a, struct clr_err *e)
     if (rc)
         return rc;
     alone = arr_cl_alone(a);
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     a->resync_pending |= clr_bmc_dirty_chunks(&a->bmc) > 0;
     /* the only node: a spare takes a vacant role (else its owner does) */
     for (uint32_t r = 0; r < a->g.raid_disks && alone; r++)
         if (!a->role_mem[r])
             clr_arr_take_spare_locked(a, (int)r);
     clr_arr_recompute_locked(a);
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     clr_arr_bm_set_degraded(a);
     return 0;
 }
@@ -113,7 +113,7 @@ int clr_array_run(struct clr_array *a, struct clr_err *e)
     rc = open_members(a, e);
     if (rc)
         return rc;
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     a->stopped = false;
     a->stopping = false;
     a->running = true;
@@ -127,7 +127,7 @@ int clr_array_run(struct clr_array *a, struct clr_err *e)
     clr_arr_recompute_locked(a);
     a->resync_pending = clr_bmc_dirty_chunks(&a->bmc) > 0;
     a->state_gen++;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     clr_arr_bm_set_degraded(a);
     rc = a->cluster ? join_cluster(a, e) : mark_active(a, e);
     if (rc)
@@ -169,9 +169,9 @@ int clr_array_stop(struct clr_array *a)
     if (!a)
         return 0;
     /* no management call may run against a half-stopped array */
-    arr_mutex_lock(&a->mgmt_lock);
+    clr_mutex_lock(&a->mgmt_lock);
     rc = array_stop(a);
-    arr_mutex_unlock(&a->mgmt_lock);
+    clr_mutex_unlock(&a->mgmt_lock);
     return rc;
 }
 
@@ -180,8 +180,8 @@ int clr_array_stop(struct clr_array *a)
 static void drain_and_join_locked(struct clr_array *a)
 {
     while (a->inflight)
-        arr_cond_wait(&a->cond, &a->lock);
-    arr_mutex_unlock(&a->lock);
+        clr_cond_wait(&a->cond, &a->lock);
+    clr_mutex_unlock(&a->lock);
     if (a->sync_thread_on)
         pthread_join(a->sync_thread, NULL);
     if (a->bm_thread_on)
@@ -193,32 +193,32 @@ static int array_crash(struct clr_array *a, bool lost, uint64_t *member)
 {
     if (member)
         *member = 0;
-    arr_mutex_lock(&a->mgmt_lock);
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->mgmt_lock);
+    clr_mutex_lock(&a->lock);
     if (a->stopped) {
-        arr_mutex_unlock(&a->lock);
-        arr_mutex_unlock(&a->mgmt_lock);
+        clr_mutex_unlock(&a->lock);
+        clr_mutex_unlock(&a->mgmt_lock);
         return 0;
     }
     a->crashed = true;
     a->stopping = true;
     a->sync_abort = true;
     pthread_cond_broadcast(&a->cond);
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     arr_cl_kick(a); /* writes waiting for a window or hold see it */
     /* the lockspace dies first: the others see MEMBER_FAILED (or, lost,
      * MEMBER_LOST until they confirm it dead) */
     arr_cl_crash(a, lost, member);
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     drain_and_join_locked(a);
     arr_cl_crash_finish(a);
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     a->running = false;
     a->stopped = true;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     close_members(a);
     clr_arr_log(a, LOG_WARNING, "crashed (test): nothing written");
-    arr_mutex_unlock(&a->mgmt_lock);
+    clr_mutex_unlock(&a->mgmt_lock);
     return 0;
 }
 
@@ -237,24 +237,24 @@ static int array_stop(struct clr_array *a)
     bool dirty_left;
     int rc = 0;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     if (a->stopped) {
-        arr_mutex_unlock(&a->lock);
+        clr_mutex_unlock(&a->lock);
         return 0;
     }
     a->stopping = true;
     a->sync_abort = true;
     pthread_cond_broadcast(&a->cond);
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     arr_cl_kick(a); /* writes waiting for a window or hold see it */
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     drain_and_join_locked(a);
     clr_arr_flush_all(a);
     /* Everything is on every leg now: idle clean chunks may go. */
     dirty_left = clr_arr_bm_final_flush(a);
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     a->state_gen++;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     if (a->cluster) {
         uint64_t lo, hi;
         bool driving = false;
@@ -262,18 +262,18 @@ static int array_stop(struct clr_array *a)
         /* NEEDED chunks left: another node takes our slot over; a rebuild
          * driven here is left to the others the same way (they resume
          * what a node that left unclean was rebuilding) */
-        arr_mutex_lock(&a->lock);
+        clr_mutex_lock(&a->lock);
         for (unsigned i = 0; i < a->nmem; i++)
             driving |= a->mem[i]->state == ARR_M_REBUILDING && !a->mem[i]->remote_rebuild;
-        arr_mutex_unlock(&a->lock);
+        clr_mutex_unlock(&a->lock);
         arr_cl_leave(a, clr_arr_needed_extent(a, &lo, &hi) || driving);
     } else {
         rc = clr_arr_sb_update(a, 0, !dirty_left && !a->degraded);
     }
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     a->running = false;
     a->stopped = true;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     close_members(a);
     clr_arr_log(a, LOG_INFO, "stopped%s", dirty_left ? " (dirty bitmap chunks kept)" : " clean");
     return rc;

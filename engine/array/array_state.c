@@ -46,7 +46,7 @@ int64_t clr_arr_wall_ms(void)
 
 void clr_arr_view(struct clr_array *a, struct arr_view *v)
 {
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     for (uint32_t r = 0; r < a->g.raid_disks; r++) {
         v->m[r] = a->role_mem[r];
         v->st[r] = v->m[r] ? v->m[r]->state : ARR_M_REMOVED;
@@ -59,7 +59,7 @@ void clr_arr_view(struct clr_array *a, struct arr_view *v)
             (uint32_t)m->role < a->g.raid_disks && v->m[m->role] != m)
             v->wb[m->role] = m;
     }
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
 }
 
 /* ---- client writes in flight (a remote re-add drains them) ---- */
@@ -68,22 +68,22 @@ unsigned clr_arr_wr_enter(struct clr_array *a)
 {
     unsigned e;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     e = (unsigned)(a->wr_epoch & 1);
     a->wr_inflight[e]++;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     return e;
 }
 
 void clr_arr_wr_exit(struct clr_array *a, unsigned e)
 {
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     /* only a drain waits for the count (it set wr_draining under this
      * lock first): a broadcast on every write woke the bitmap and sync
      * threads, which share a->cond, twice per request */
     if (--a->wr_inflight[e] == 0 && a->wr_draining)
         pthread_cond_broadcast(&a->cond);
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
 }
 
 /* New writes count in the next epoch: the ones in flight now drain
@@ -92,30 +92,30 @@ void clr_arr_wr_drain(struct clr_array *a)
 {
     unsigned e;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     while (a->wr_draining)
-        arr_cond_wait(&a->cond, &a->lock);
+        clr_cond_wait(&a->cond, &a->lock);
     a->wr_draining = true;
     e = (unsigned)(a->wr_epoch++ & 1);
     while (a->wr_inflight[e])
-        arr_cond_wait(&a->cond, &a->lock);
+        clr_cond_wait(&a->cond, &a->lock);
     a->wr_draining = false;
     pthread_cond_broadcast(&a->cond);
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
 }
 
 /* ---- range lock ---- */
 
 void clr_arr_rl_init(struct arr_rlock *rl)
 {
-    arr_mutex_init(&rl->mu, ARR_RANK_RL, "rl->mu");
+    clr_mutex_init(&rl->mu, CLR_RANK_RL, "rl->mu");
     pthread_cond_init(&rl->cv, NULL);
     rl->held = NULL;
 }
 
 void clr_arr_rl_destroy(struct arr_rlock *rl)
 {
-    arr_mutex_destroy(&rl->mu);
+    clr_mutex_destroy(&rl->mu);
     pthread_cond_destroy(&rl->cv);
 }
 
@@ -129,21 +129,21 @@ static bool rl_overlaps(const struct arr_rlock *rl, uint64_t s, uint64_t e)
 
 void clr_arr_rl_lock(struct arr_rlock *rl, struct arr_range *r, uint64_t start, uint64_t n)
 {
-    /* a sleeping wait that orders like a lock (engine/array/lockrank.h) */
-    ARR_RANK_ACQUIRE(ARR_RANK_RANGE, "range lock");
-    arr_mutex_lock(&rl->mu);
+    /* a sleeping wait that orders like a lock (engine/common/lockrank.h) */
+    CLR_RANK_ACQUIRE(CLR_RANK_RANGE, "range lock");
+    clr_mutex_lock(&rl->mu);
     while (rl_overlaps(rl, start, start + n))
-        arr_cond_wait(&rl->cv, &rl->mu);
+        clr_cond_wait(&rl->cv, &rl->mu);
     r->start = start;
     r->end = start + n;
     r->next = rl->held;
     rl->held = r;
-    arr_mutex_unlock(&rl->mu);
+    clr_mutex_unlock(&rl->mu);
 }
 
 void clr_arr_rl_unlock(struct arr_rlock *rl, struct arr_range *r)
 {
-    arr_mutex_lock(&rl->mu);
+    clr_mutex_lock(&rl->mu);
     for (struct arr_range **pp = &rl->held; *pp; pp = &(*pp)->next) {
         if (*pp == r) {
             *pp = r->next;
@@ -151,8 +151,8 @@ void clr_arr_rl_unlock(struct arr_rlock *rl, struct arr_range *r)
         }
     }
     pthread_cond_broadcast(&rl->cv);
-    arr_mutex_unlock(&rl->mu);
-    ARR_RANK_RELEASE(ARR_RANK_RANGE, "range lock");
+    clr_mutex_unlock(&rl->mu);
+    CLR_RANK_RELEASE(CLR_RANK_RANGE, "range lock");
 }
 
 /* ---- member states ---- */
@@ -180,12 +180,12 @@ void clr_arr_bm_set_degraded(struct clr_array *a)
 {
     bool d;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     d = a->degraded;
-    arr_mutex_unlock(&a->lock);
-    arr_mutex_lock(&a->bm_lock);
+    clr_mutex_unlock(&a->lock);
+    clr_mutex_lock(&a->bm_lock);
     clr_bmc_set_degraded(&a->bmc, d);
-    arr_mutex_unlock(&a->bm_lock);
+    clr_mutex_unlock(&a->bm_lock);
 }
 
 void clr_arr_sync_kick_locked(struct clr_array *a)
@@ -261,9 +261,9 @@ bool clr_arr_is_frozen(struct clr_array *a)
 {
     bool f;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     f = a->frozen;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     return f;
 }
 
@@ -295,7 +295,7 @@ void clr_arr_status_no_cluster(struct clr_array *a, json_object *o)
 
 void clr_arr_rb_init(struct clr_array *a)
 {
-    arr_mutex_init(&a->rb_lock, ARR_RANK_RB, "a->rb_lock");
+    clr_mutex_init(&a->rb_lock, CLR_RANK_RB, "a->rb_lock");
     memset(a->rb_n, 0, sizeof(a->rb_n));
     a->rb_kept = 0;
 }
@@ -308,7 +308,7 @@ void clr_arr_rb_destroy(struct clr_array *a)
         a->rb_n[c] = 0;
     }
     a->rb_kept = 0;
-    arr_mutex_destroy(&a->rb_lock);
+    clr_mutex_destroy(&a->rb_lock);
 }
 
 /* The size class of @len: the smallest c with 4 KiB << c >= @len, or
@@ -328,14 +328,14 @@ int clr_arr_rb_get(struct clr_array *a, size_t len, uint8_t **bufp)
 
     if (c >= ARR_RB_CLASSES)
         return clr_io_alloc((void **)bufp, len);
-    arr_mutex_lock(&a->rb_lock);
+    clr_mutex_lock(&a->rb_lock);
     if (a->rb_n[c]) {
         *bufp = a->rb_free[c][--a->rb_n[c]];
         a->rb_kept -= (size_t)CLR_IO_ALIGN << c;
-        arr_mutex_unlock(&a->rb_lock);
+        clr_mutex_unlock(&a->rb_lock);
         return 0;
     }
-    arr_mutex_unlock(&a->rb_lock);
+    clr_mutex_unlock(&a->rb_lock);
     return clr_io_alloc((void **)bufp, (size_t)CLR_IO_ALIGN << c);
 }
 
@@ -347,13 +347,13 @@ void clr_arr_rb_put(struct clr_array *a, uint8_t *buf, size_t len)
     if (!buf)
         return;
     if (c < ARR_RB_CLASSES) {
-        arr_mutex_lock(&a->rb_lock);
+        clr_mutex_lock(&a->rb_lock);
         if (a->rb_n[c] < ARR_RB_PER_CLASS && a->rb_kept + sz <= ARR_RB_KEEP_BYTES) {
             a->rb_free[c][a->rb_n[c]++] = buf;
             a->rb_kept += sz;
             buf = NULL;
         }
-        arr_mutex_unlock(&a->rb_lock);
+        clr_mutex_unlock(&a->rb_lock);
     }
     clr_io_free(buf);
 }
@@ -379,25 +379,25 @@ void clr_arr_leg_done(void *arg, int res)
 
 void clr_arr_nowait_enter(struct clr_array *a)
 {
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     /* a management call and a start at most: more is a bug */
     assert(a->nnowait < ARR_NOWAIT_MAX);
     a->nowait_thr[a->nnowait++] = pthread_self();
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
 }
 
 void clr_arr_nowait_exit(struct clr_array *a)
 {
     pthread_t self = pthread_self();
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nnowait; i++) {
         if (pthread_equal(a->nowait_thr[i], self)) {
             a->nowait_thr[i] = a->nowait_thr[--a->nnowait];
             break;
         }
     }
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
 }
 
 bool clr_arr_nowait(struct clr_array *a)
@@ -405,9 +405,9 @@ bool clr_arr_nowait(struct clr_array *a)
     pthread_t self = pthread_self();
     bool found = false;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < a->nnowait && !found; i++)
         found = pthread_equal(a->nowait_thr[i], self);
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     return found;
 }

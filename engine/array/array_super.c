@@ -28,12 +28,12 @@ void clr_arr_req_begin(struct clr_array *a, struct arr_req *rq)
  * without error (the caller tries again), else the error to return. */
 static int freeze_and_wait(struct clr_array *a, int rc, const char *what)
 {
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     if (!a->frozen && !a->stopping)
         clr_arr_log(a, LOG_CRIT, "%s (%s): array frozen; 'clraid thaw %s --error' fails the blocked I/O",
                     what, strerror(-rc), a->name);
     a->frozen = true;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     if (clr_arr_nowait(a))
         return rc;
     return clr_arr_wait_thaw(a);
@@ -83,10 +83,10 @@ static int behind_barrier(struct clr_array *a, struct arr_member *const *ms, uns
 
         if (rc == 0) {
             arr_cl_meta_end(a, false);
-            arr_mutex_lock(&a->lock);
+            clr_mutex_lock(&a->lock);
             for (unsigned i = 0; i < n; i++)
                 ms[i]->write_behind = false;
-            arr_mutex_unlock(&a->lock);
+            clr_mutex_unlock(&a->lock);
             return 0;
         }
         if (a->crashed)
@@ -119,7 +119,7 @@ int clr_arr_member_failed(struct clr_array *a, struct arr_req *rq, struct arr_me
     bool was, ok;
     uint64_t gen;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     was = m->state == ARR_M_FAULTY;
     ok = clr_arr_mark_faulty_locked(a, m);
     if (!ok) {
@@ -129,14 +129,14 @@ int clr_arr_member_failed(struct clr_array *a, struct arr_req *rq, struct arr_me
                 "%s: I/O error (%s) on the last copy: array frozen; 'clraid thaw %s --error' fails the blocked I/O",
                 m->path, strerror(-err), a->name);
         a->frozen = true;
-        arr_mutex_unlock(&a->lock);
+        clr_mutex_unlock(&a->lock);
         return -EAGAIN;
     }
     if (!was && m->state == ARR_M_FAULTY)
         clr_arr_log(a, LOG_ERR, "%s: I/O error (%s): member marked faulty, array runs degraded", m->path,
                     strerror(-err));
     gen = m->faulty_gen;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     clr_arr_bm_set_degraded(a);
     /* The failure is on disk before the caller acknowledges anything. */
     if (rq && rq->deferring) {
@@ -174,13 +174,13 @@ int clr_arr_wait_thaw(struct clr_array *a)
 {
     int rc;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     a->blocked++;
     while (a->frozen && !a->thaw_err && !a->stopping)
-        arr_cond_wait(&a->cond, &a->lock);
+        clr_cond_wait(&a->cond, &a->lock);
     a->blocked--;
     rc = (a->frozen && a->thaw_err) || a->stopping ? -EIO : 0;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     return rc;
 }
 
@@ -217,7 +217,7 @@ static unsigned sb_encode_round(struct clr_array *a, bool clean, struct arr_memb
 {
     unsigned n = 0;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     *snap = a->state_gen;
     a->sb.events++;
     a->sb.utime = (uint64_t)time(NULL);
@@ -244,7 +244,7 @@ static unsigned sb_encode_round(struct clr_array *a, bool clean, struct arr_memb
         clr_md_sb_encode(&sb, a->sb_buf + (size_t)n * CLR_MD_SB_AREA_BYTES, CLR_MD_SB_AREA_BYTES);
         tgt[n++] = m;
     }
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     return n;
 }
 
@@ -268,7 +268,7 @@ static int sb_write_round(struct clr_array *a, struct arr_member **tgt, unsigned
             clr_arr_leg_done(&legs[i], s);
     }
     clr_io_wg_wait(&wg);
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < n; i++) {
         if (legs[i].res >= 0)
             continue;
@@ -281,7 +281,7 @@ static int sb_write_round(struct clr_array *a, struct arr_member **tgt, unsigned
             rc = legs[i].res;
         }
     }
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     return rc;
 }
 
@@ -297,9 +297,9 @@ static int sb_meta_begin(struct clr_array *a, uint64_t gen, bool *taken)
     *taken = false;
     if (!a->cl || arr_cl_meta_held(a))
         return 0;
-    arr_mutex_lock(&a->meta_lock);
+    clr_mutex_lock(&a->meta_lock);
     done = gen && a->sb_announced_gen >= gen;
-    arr_mutex_unlock(&a->meta_lock);
+    clr_mutex_unlock(&a->meta_lock);
     if (done)
         return 1;
     rc = arr_cl_meta_begin(a);
@@ -325,7 +325,7 @@ int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean)
     rc = sb_meta_begin(a, gen, &cl_meta);
     if (rc)
         return rc > 0 ? 0 : rc;
-    arr_mutex_lock(&a->meta_lock);
+    clr_mutex_lock(&a->meta_lock);
     /* announced, not only written: a failure another thread wrote may
      * still be on its way to the other nodes (wait for that) */
     if (!gen || a->sb_announced_gen < gen) {
@@ -349,7 +349,7 @@ int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean)
         }
         wrote = true;
     }
-    arr_mutex_unlock(&a->meta_lock);
+    clr_mutex_unlock(&a->meta_lock);
     if (cl_meta) {
         int mrc = arr_cl_meta_end(a, wrote);
 

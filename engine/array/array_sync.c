@@ -28,9 +28,9 @@ static bool should_stop(struct clr_array *a)
 {
     bool s;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     s = a->stopping || a->sync_abort;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     return s;
 }
 
@@ -48,13 +48,13 @@ static void progress(struct clr_array *a, uint64_t pos, uint64_t done)
     uint64_t now = clr_arr_now_ns(), el, kib = done / 2;
     uint32_t smin, smax;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     a->sync_pos = pos;
     a->sync_done_sectors = done;
     el = now - a->sync_start_ns;
     smin = a->speed_min_kib;
     smax = a->speed_max_kib;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     if (el == 0)
         return;
     if (kib * 1000000000ull / el > smax) {
@@ -69,7 +69,7 @@ static void progress(struct clr_array *a, uint64_t pos, uint64_t done)
 
 static void begin(struct clr_array *a, enum arr_action act, uint64_t pos, uint64_t total)
 {
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     a->action = act;
     a->sync_total = total;
     a->sync_pos = pos;
@@ -79,7 +79,7 @@ static void begin(struct clr_array *a, enum arr_action act, uint64_t pos, uint64
         a->sync_started_ms = clr_arr_wall_ms();
         a->sync_ended_ms = 0;
     }
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
 }
 
 /* Does a unit of [pos, pos+u) sync sectors under the range lock. */
@@ -157,7 +157,7 @@ static unsigned resync_targets(struct clr_array *a, struct arr_member **tgt)
 {
     unsigned nt = 0;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     for (uint32_t r = 0; r < a->g.raid_disks; r++) {
         struct arr_member *m = a->role_mem[r];
 
@@ -165,7 +165,7 @@ static unsigned resync_targets(struct clr_array *a, struct arr_member **tgt)
             (!a->cl || m->bits_gathered))
             tgt[nt++] = m;
     }
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     return nt;
 }
 
@@ -173,10 +173,10 @@ static uint64_t needed_chunks(struct clr_array *a)
 {
     uint64_t n = 0;
 
-    arr_mutex_lock(&a->bm_lock);
+    clr_mutex_lock(&a->bm_lock);
     for (uint64_t k = 0; k < a->bmc.nchunks; k++)
         n += clr_bmc_is_needed(&a->bmc, k);
-    arr_mutex_unlock(&a->bm_lock);
+    clr_mutex_unlock(&a->bm_lock);
     return n;
 }
 
@@ -199,24 +199,24 @@ static int resync_chunk(struct clr_array *a, uint64_t k, uint64_t xhi, uint64_t 
     }
     if (rc)
         return rc;
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     degraded = sync_degraded_locked(a); /* a member may have failed meanwhile */
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     if (!degraded) {
-        arr_mutex_lock(&a->bm_lock);
+        clr_mutex_lock(&a->bm_lock);
         clr_bmc_sync_done(&a->bmc, s0, e0 - s0);
-        arr_mutex_unlock(&a->bm_lock);
+        clr_mutex_unlock(&a->bm_lock);
     }
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     a->last_resync_bytes += (e0 - s0) * ARR_SECTOR;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     return 0;
 }
 
 /* The pass covered every bit a re-added member missed: it is in sync. */
 static void readd_targets_in_sync(struct clr_array *a, struct arr_member **tgt, unsigned nt)
 {
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     for (unsigned i = 0; i < nt; i++) {
         if (tgt[i]->state != ARR_M_REBUILDING || tgt[i]->remote_rebuild || (a->cl && !tgt[i]->bits_gathered))
             continue;
@@ -228,24 +228,24 @@ static void readd_targets_in_sync(struct clr_array *a, struct arr_member **tgt, 
     }
     clr_arr_recompute_locked(a);
     a->state_gen++;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     clr_arr_bm_set_degraded(a);
     clr_arr_sb_update(a, 0, false);
     /* writes during the pass left NEEDED bits (the member was not yet in
      * sync): one more pass, now whole, lets them clear */
     if (needed_chunks(a)) {
-        arr_mutex_lock(&a->lock);
+        clr_mutex_lock(&a->lock);
         if (!a->degraded)
             a->resync_pending = true;
-        arr_mutex_unlock(&a->lock);
+        clr_mutex_unlock(&a->lock);
     }
 }
 
 static void set_resync_pending(struct clr_array *a)
 {
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     a->resync_pending = true;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
 }
 
 static int run_resync(struct clr_array *a)
@@ -256,9 +256,9 @@ static int run_resync(struct clr_array *a)
     unsigned nt;
     int rc = 0;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     a->resync_pending = false;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     nt = resync_targets(a, tgt);
     /* cluster: a re-add target is in sync only after a pass that held
      * `resync` (so no other node's pass or rebuild of it is running) over
@@ -285,9 +285,9 @@ static int run_resync(struct clr_array *a)
             aborted = true;
             break;
         }
-        arr_mutex_lock(&a->bm_lock);
+        clr_mutex_lock(&a->bm_lock);
         needed = clr_bmc_is_needed(&a->bmc, k);
-        arr_mutex_unlock(&a->bm_lock);
+        clr_mutex_unlock(&a->bm_lock);
         if (!needed)
             continue;
         rc = resync_chunk(a, k, xhi, done, &mm);
@@ -316,11 +316,11 @@ static int recover_cluster_check(struct clr_array *a, struct arr_member *m)
 {
     uint64_t off, gen;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     off = m->recovery_offset;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     if (arr_cl_rebuild_check(a, m, &off) > 0) {
-        arr_mutex_lock(&a->lock);
+        clr_mutex_lock(&a->lock);
         if (m->state == ARR_M_REBUILDING) {
             m->state = ARR_M_IN_SYNC;
             m->recovery_offset = 0;
@@ -328,15 +328,15 @@ static int recover_cluster_check(struct clr_array *a, struct arr_member *m)
             clr_arr_log(a, LOG_NOTICE, "%s: in sync (recovered by another node)", m->path);
         }
         a->state_gen++;
-        arr_mutex_unlock(&a->lock);
+        clr_mutex_unlock(&a->lock);
         clr_arr_bm_set_degraded(a);
         return 1;
     }
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     if (off > m->recovery_offset)
         m->recovery_offset = off;
     gen = ++a->state_gen;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     /* every node writes to the member before any of it is copied: the
      * superblock update tells them (METADATA_UPDATED); written only now,
      * so a survivor resuming an orphan that another one finished
@@ -356,10 +356,10 @@ static int recover_copy(struct clr_array *a, struct arr_member *m, uint64_t *ds,
         int64_t k;
         bool gone;
 
-        arr_mutex_lock(&a->lock);
+        clr_mutex_lock(&a->lock);
         gone = m->state != ARR_M_REBUILDING;
         *aborted = a->stopping || a->sync_abort;
-        arr_mutex_unlock(&a->lock);
+        clr_mutex_unlock(&a->lock);
         if (gone)
             return -EIO;
         if (*aborted)
@@ -372,10 +372,10 @@ static int recover_copy(struct clr_array *a, struct arr_member *m, uint64_t *ds,
         if (clr_arr_now_ns() - last_ckpt > CKPT_NS) {
             uint64_t gen;
 
-            arr_mutex_lock(&a->lock);
+            clr_mutex_lock(&a->lock);
             m->recovery_offset = *ds;
             gen = ++a->state_gen;
-            arr_mutex_unlock(&a->lock);
+            clr_mutex_unlock(&a->lock);
             clr_arr_sb_update(a, gen, false);
             last_ckpt = clr_arr_now_ns();
         }
@@ -389,14 +389,14 @@ static int run_recover(struct clr_array *a, struct arr_member *m)
     bool aborted = false;
     int rc;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     if (a->cl && m->bitmap_recovery) {
         /* a re-add whose bits were not gathered here: a full recovery */
         m->bitmap_recovery = false;
         m->bits_gathered = false;
         m->recovery_offset = 0;
     }
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     rc = cl_begin(a, 0, a->sync_sectors);
     if (rc)
         return rc == -ECANCELED || rc == -ESHUTDOWN ? 0 : rc;
@@ -404,14 +404,14 @@ static int run_recover(struct clr_array *a, struct arr_member *m)
         arr_cl_resync_end(a);
         return rc > 0 ? 0 : rc;
     }
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     start = ds = m->recovery_offset;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     begin(a, ARR_SYNC_RECOVER, start, a->g.used_dev_sectors);
     clr_arr_log(a, LOG_INFO, "%s: recovery of role %d from sector %" PRIu64, m->path, m->role, ds);
     rc = recover_copy(a, m, &ds, start, &aborted);
     arr_cl_resync_end(a);
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     a->last_resync_bytes = (ds - start) * ARR_SECTOR;
     if (rc == 0 && !aborted && m->state == ARR_M_REBUILDING) {
         m->state = ARR_M_IN_SYNC;
@@ -422,14 +422,14 @@ static int run_recover(struct clr_array *a, struct arr_member *m)
         m->recovery_offset = ds; /* checkpoint kept for the next start */
     }
     a->state_gen++;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     clr_arr_bm_set_degraded(a);
     clr_arr_sb_update(a, 0, false);
     /* Chunks written while degraded still need a pass over the in-sync legs. */
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     if (rc == 0 && !aborted && !a->degraded)
         a->resync_pending = true;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     return rc;
 }
 
@@ -458,9 +458,9 @@ static int run_check(struct clr_array *a, enum arr_action act)
         progress(a, pos, pos);
     }
     arr_cl_resync_end(a);
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     a->last_check_mismatches = mm;
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     clr_arr_log(a, LOG_INFO, "%s %s: %" PRIu64 " mismatched sectors", clr_arr_action_name(act),
                 pos >= lim ? "done" : "interrupted", mm);
     return rc;
@@ -498,21 +498,21 @@ void *clr_arr_sync_main(void *arg)
 {
     struct clr_array *a = arg;
 
-    arr_mutex_lock(&a->lock);
+    clr_mutex_lock(&a->lock);
     for (;;) {
         struct arr_member *tgt = NULL;
         enum arr_action act = ARR_SYNC_IDLE;
         int rc = 0;
 
         while (!a->stopping && (a->frozen || (act = due_locked(a, &tgt)) == ARR_SYNC_IDLE))
-            arr_cond_wait(&a->cond, &a->lock);
+            clr_cond_wait(&a->cond, &a->lock);
         if (a->stopping)
             break;
         a->sync_abort = false;
         a->action = act; /* busy from now on, for waiters */
         if (act == ARR_SYNC_RESYNC || act == ARR_SYNC_RECOVER)
             a->last_resync_bytes = 0;
-        arr_mutex_unlock(&a->lock);
+        clr_mutex_unlock(&a->lock);
         switch (act) {
         case ARR_SYNC_RESYNC:
             rc = run_resync(a);
@@ -524,7 +524,7 @@ void *clr_arr_sync_main(void *arg)
             rc = run_check(a, act);
             break;
         }
-        arr_mutex_lock(&a->lock);
+        clr_mutex_lock(&a->lock);
         if ((act == ARR_SYNC_RESYNC || act == ARR_SYNC_RECOVER) && a->sync_started_ms && !a->sync_ended_ms)
             a->sync_ended_ms = clr_arr_wall_ms();
         a->action = ARR_SYNC_IDLE;
@@ -537,9 +537,9 @@ void *clr_arr_sync_main(void *arg)
             clr_arr_log(a, LOG_ERR, "%s stopped: %s", clr_arr_action_name(act), strerror(-rc));
             clock_gettime(CLOCK_REALTIME, &ts);
             ts.tv_sec += 1;
-            arr_cond_timedwait(&a->cond, &a->lock, &ts);
+            clr_cond_timedwait(&a->cond, &a->lock, &ts);
         }
     }
-    arr_mutex_unlock(&a->lock);
+    clr_mutex_unlock(&a->lock);
     return NULL;
 }

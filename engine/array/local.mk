@@ -2,8 +2,6 @@
 libclraid_la_SOURCES += \
 	engine/array/array.h \
 	engine/array/array_internal.h \
-	engine/array/lockrank.h \
-	engine/array/lockrank.c \
 	engine/array/array_assemble.c \
 	engine/array/array_state.c \
 	engine/array/array_super.c \
@@ -42,8 +40,3 @@ TESTS += tests/array/layering.sh
 dist_check_SCRIPTS += tests/array/layering.sh
 
 # The lock-rank checks themselves (built with them on, whatever the tree).
-check_PROGRAMS += tests/array/test_lockrank
-TESTS += tests/array/test_lockrank
-tests_array_test_lockrank_SOURCES = tests/array/test_lockrank.c
-tests_array_test_lockrank_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) -DCLR_LOCKRANK
-tests_array_test_lockrank_LDADD = libclraid.la $(CMOCKA_LIBS)

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <syslog.h>
 
+#include "common/lockrank.h"
 #include "cluster/mdc.h"
 #include "lock/lock.h"
 #include "lock/lock_wire.h"
@@ -230,13 +231,13 @@ static void changed_locked(struct clr_mdc *m)
 static int claim(struct clr_mdc *m, uint64_t *mask, uint64_t bit)
 {
     for (;;) {
-        pthread_mutex_lock(&m->mu);
+        clr_mutex_lock(&m->mu);
         if (!(*mask & bit)) {
             *mask |= bit;
-            pthread_mutex_unlock(&m->mu);
+            clr_mutex_unlock(&m->mu);
             return 0;
         }
-        pthread_mutex_unlock(&m->mu);
+        clr_mutex_unlock(&m->mu);
         int r = m->h.pause(m->h.arg, CLAIM_POLL_MS);
 
         if (r == -ESHUTDOWN)
@@ -246,9 +247,9 @@ static int claim(struct clr_mdc *m, uint64_t *mask, uint64_t bit)
 
 static void release(struct clr_mdc *m, uint64_t *mask, uint64_t bit)
 {
-    pthread_mutex_lock(&m->mu);
+    clr_mutex_lock(&m->mu);
     *mask &= ~bit;
-    pthread_mutex_unlock(&m->mu);
+    clr_mutex_unlock(&m->mu);
 }
 
 /* Broadcast; a refusal by any node is an error (-EREMOTEIO) for the
@@ -258,10 +259,10 @@ static int send_msg(struct clr_mdc *m, const struct clr_mdc_msg *msg)
     unsigned refused = 0;
     int r = m->h.send(m->h.arg, msg, &refused);
 
-    pthread_mutex_lock(&m->mu);
+    clr_mutex_lock(&m->mu);
     if (!r)
         m->msgs_sent++;
-    pthread_mutex_unlock(&m->mu);
+    clr_mutex_unlock(&m->mu);
     if (r)
         mlog(m, LOG_ERR, "cluster: broadcast %s failed: %s", clr_mdc_msg_name(msg->type), strerror(-r));
     else if (refused) {
@@ -291,12 +292,12 @@ static int publish(struct clr_mdc *m)
     r = claim(m, &m->slot_claims, 1ull << m->c.slot);
     if (r)
         return r;
-    pthread_mutex_lock(&m->mu);
+    clr_mutex_lock(&m->mu);
     v.win_lo = m->my_win_lo;
     v.win_hi = m->my_win_hi;
     v.dirty_lo = m->my_dirty_lo;
     v.dirty_hi = m->my_dirty_hi;
-    pthread_mutex_unlock(&m->mu);
+    clr_mutex_unlock(&m->mu);
     clr_mdc_lvb_encode(&v, lvb);
     r = m->h.lock(m->h.arg, res, CLR_LOCK_PW, CLR_LOCK_F_VALBLK, lvb);
     release(m, &m->slot_claims, 1ull << m->c.slot);
@@ -316,8 +317,7 @@ int clr_mdc_init(struct clr_mdc *m, const struct clr_mdc_config *c, const struct
         !h->bitmap_read || !h->bitmap_clear || !h->bitmap_merge || !h->pause || !h->drain)
         return -EINVAL;
     memset(m, 0, sizeof(*m));
-    if (pthread_mutex_init(&m->mu, NULL))
-        return -ENOMEM;
+    clr_mutex_init(&m->mu, CLR_RANK_MDC, "mdc mu");
     m->h = *h;
     m->c = *c;
     if (!m->c.window_sectors)
@@ -341,7 +341,7 @@ void clr_mdc_destroy(struct clr_mdc *m)
     free(m->take_bits);
     free(m->gather_bits);
     m->join_bits = m->take_bits = m->gather_bits = NULL;
-    pthread_mutex_destroy(&m->mu);
+    clr_mutex_destroy(&m->mu);
 }
 
 /* Read slot @j's bits while holding its lock PW: merge them into ours. */
@@ -435,18 +435,18 @@ int clr_mdc_join(struct clr_mdc *m)
         /* A live owner: learn its resync window and dirty extent, unless
          * a message from it arrived meanwhile (it is newer: an owner
          * publishes its LVB before it broadcasts). */
-        pthread_mutex_lock(&m->mu);
+        clr_mutex_lock(&m->mu);
         seq0 = m->rx_seq[j] + m->about_seq[j];
-        pthread_mutex_unlock(&m->mu);
+        clr_mutex_unlock(&m->mu);
         memset(lvb, 0, sizeof(lvb));
         r = m->h.lock(m->h.arg, res, CLR_LOCK_CR, CLR_LOCK_F_VALBLK, lvb);
         if (r)
             goto fail;
         m->h.unlock(m->h.arg, res);
         clr_mdc_lvb_decode(&v, lvb);
-        pthread_mutex_lock(&m->mu);
+        clr_mutex_lock(&m->mu);
         if (m->rx_seq[j] + m->about_seq[j] != seq0) {
-            pthread_mutex_unlock(&m->mu);
+            clr_mutex_unlock(&m->mu);
             continue;
         }
         if (v.win_hi && v.win_lo < v.win_hi) {
@@ -459,14 +459,14 @@ int clr_mdc_join(struct clr_mdc *m)
             m->dirty_hi[j] = v.dirty_hi;
         }
         changed_locked(m);
-        pthread_mutex_unlock(&m->mu);
+        clr_mutex_unlock(&m->mu);
     }
 
-    pthread_mutex_lock(&m->mu);
+    clr_mutex_lock(&m->mu);
     m->my_dirty_lo = dlo;
     m->my_dirty_hi = dhi;
     m->joined = true;
-    pthread_mutex_unlock(&m->mu);
+    clr_mutex_unlock(&m->mu);
     r = publish(m);
     if (r)
         goto fail;
@@ -485,9 +485,9 @@ int clr_mdc_join(struct clr_mdc *m)
     return 0;
 
 fail:
-    pthread_mutex_lock(&m->mu);
+    clr_mutex_lock(&m->mu);
     m->joined = false;
-    pthread_mutex_unlock(&m->mu);
+    clr_mutex_unlock(&m->mu);
     m->h.unlock(m->h.arg, RES_RESYNC);
     m->h.unlock(m->h.arg, RES_NONEWDEV);
     clr_mdc_bitmap_res(m->c.slot, res, sizeof(res));
@@ -502,10 +502,10 @@ int clr_mdc_leave(struct clr_mdc *m, bool unclean)
     bool joined;
     int r = 0;
 
-    pthread_mutex_lock(&m->mu);
+    clr_mutex_lock(&m->mu);
     joined = m->joined;
     m->leaving = true;
-    pthread_mutex_unlock(&m->mu);
+    clr_mutex_unlock(&m->mu);
     if (CLR_RULES_FAULT(CLR_RULES_FAULT_LEAVE_NO_SYNC))
         unclean = false;
     if (joined && unclean) {
@@ -518,10 +518,10 @@ int clr_mdc_leave(struct clr_mdc *m, bool unclean)
     m->h.unlock(m->h.arg, RES_NONEWDEV);
     clr_mdc_bitmap_res(m->c.slot, res, sizeof(res));
     m->h.unlock(m->h.arg, res);
-    pthread_mutex_lock(&m->mu);
+    clr_mutex_lock(&m->mu);
     m->joined = false;
     m->resync_locked = false;
-    pthread_mutex_unlock(&m->mu);
+    clr_mutex_unlock(&m->mu);
     return r;
 }
 
@@ -529,51 +529,51 @@ int clr_mdc_leave(struct clr_mdc *m, bool unclean)
 
 void clr_mdc_on_prep(struct clr_mdc *m)
 {
-    pthread_mutex_lock(&m->mu);
+    clr_mutex_lock(&m->mu);
     m->recovering = true;
     changed_locked(m);
-    pthread_mutex_unlock(&m->mu);
+    clr_mutex_unlock(&m->mu);
 }
 
 void clr_mdc_on_member_lost(struct clr_mdc *m, unsigned slot)
 {
-    pthread_mutex_lock(&m->mu);
+    clr_mutex_lock(&m->mu);
     if (slot < CLR_MDC_MAX_SLOTS && slot != m->c.slot) {
         if (!m->lost)
             m->holds++;
         m->lost |= 1ull << slot;
     }
     changed_locked(m);
-    pthread_mutex_unlock(&m->mu);
+    clr_mutex_unlock(&m->mu);
 }
 
 void clr_mdc_on_member_failed(struct clr_mdc *m, unsigned slot)
 {
-    pthread_mutex_lock(&m->mu);
+    clr_mutex_lock(&m->mu);
     if (slot < m->c.nodes && slot != m->c.slot)
         m->pending |= 1ull << slot;
     if (slot < CLR_MDC_MAX_SLOTS)
         m->lost &= ~(1ull << slot);
     changed_locked(m);
-    pthread_mutex_unlock(&m->mu);
+    clr_mutex_unlock(&m->mu);
 }
 
 void clr_mdc_on_done(struct clr_mdc *m)
 {
-    pthread_mutex_lock(&m->mu);
+    clr_mutex_lock(&m->mu);
     m->recovering = false;
     m->lost = 0;
     changed_locked(m);
-    pthread_mutex_unlock(&m->mu);
+    clr_mutex_unlock(&m->mu);
 }
 
 bool clr_mdc_recovery_pending(struct clr_mdc *m)
 {
     bool p;
 
-    pthread_mutex_lock(&m->mu);
+    clr_mutex_lock(&m->mu);
     p = m->pending != 0;
-    pthread_mutex_unlock(&m->mu);
+    clr_mutex_unlock(&m->mu);
     return p;
 }
 
@@ -626,12 +626,12 @@ static int take_slot(struct clr_mdc *m, unsigned s, uint8_t *bits)
         /* Not clearing is safe: the bits are in ours too (resync twice). */
         if (cr)
             mlog(m, LOG_WARNING, "cluster: clearing the bitmap of slot %u failed: %s", s, strerror(-cr));
-        pthread_mutex_lock(&m->mu);
+        clr_mutex_lock(&m->mu);
         ext_union(&m->my_dirty_lo, &m->my_dirty_hi, lo, hi);
         m->recovered_slots++;
         m->last_taken_slot = (int)s;
         m->last_taken_chunks = cnt;
-        pthread_mutex_unlock(&m->mu);
+        clr_mutex_unlock(&m->mu);
         mlog(m, LOG_NOTICE,
              "cluster: took over slot %u: %" PRIu64 " dirty chunk(s) in sectors [%" PRIu64 ", %" PRIu64 ")",
              s, cnt, lo, hi);
@@ -649,9 +649,9 @@ static int take_slot(struct clr_mdc *m, unsigned s, uint8_t *bits)
             m->h.want_resync(m->h.arg);
     }
     release(m, &m->claims, C_EXTENT);
-    pthread_mutex_lock(&m->mu);
+    clr_mutex_lock(&m->mu);
     slot_done_locked(m, s);
-    pthread_mutex_unlock(&m->mu);
+    clr_mutex_unlock(&m->mu);
 out:
     m->h.unlock(m->h.arg, res);
     release(m, &m->slot_claims, 1ull << s);
@@ -678,9 +678,9 @@ int clr_mdc_recover(struct clr_mdc *m)
         uint64_t p;
         unsigned s;
 
-        pthread_mutex_lock(&m->mu);
+        clr_mutex_lock(&m->mu);
         p = m->pending;
-        pthread_mutex_unlock(&m->mu);
+        clr_mutex_unlock(&m->mu);
         if (!p)
             break;
         s = 63u - (unsigned)__builtin_clzll(p);
@@ -711,12 +711,12 @@ int clr_mdc_resync_begin(struct clr_mdc *m, uint64_t dirty_lo, uint64_t dirty_hi
         release(m, &m->claims, C_RESYNC);
         return r;
     }
-    pthread_mutex_lock(&m->mu);
+    clr_mutex_lock(&m->mu);
     m->resync_locked = true;
     m->my_win_lo = m->my_win_hi = 0;
     m->my_dirty_lo = dirty_lo;
     m->my_dirty_hi = dirty_hi;
-    pthread_mutex_unlock(&m->mu);
+    clr_mutex_unlock(&m->mu);
     publish(m);
     return 0; /* the claim on `resync` is kept until clr_mdc_resync_end */
 }
@@ -727,12 +727,12 @@ int clr_mdc_resync_window(struct clr_mdc *m, uint64_t lo, uint64_t hi, uint64_t 
     uint64_t nlo = lo, nhi;
     int r;
 
-    pthread_mutex_lock(&m->mu);
+    clr_mutex_lock(&m->mu);
     if (m->my_win_hi && lo >= m->my_win_lo && hi <= m->my_win_hi) {
-        pthread_mutex_unlock(&m->mu);
+        clr_mutex_unlock(&m->mu);
         return 0;
     }
-    pthread_mutex_unlock(&m->mu);
+    clr_mutex_unlock(&m->mu);
     nhi = lo + m->c.window_sectors;
     if (nhi > end)
         nhi = end;
@@ -747,12 +747,12 @@ int clr_mdc_resync_window(struct clr_mdc *m, uint64_t lo, uint64_t hi, uint64_t 
         if (m->h.needed_extent && !m->h.needed_extent(m->h.arg, &qlo, &qhi))
             dirty_lo = ext_empty(qlo, qhi) ? UINT64_MAX : qlo;
     }
-    pthread_mutex_lock(&m->mu);
+    clr_mutex_lock(&m->mu);
     m->my_win_lo = nlo;
     m->my_win_hi = nhi;
     if (dirty_lo != UINT64_MAX)
         m->my_dirty_lo = dirty_lo;
-    pthread_mutex_unlock(&m->mu);
+    clr_mutex_unlock(&m->mu);
     r = publish(m);
     if (!r) {
         msg.lo = nlo;
@@ -780,13 +780,13 @@ int clr_mdc_resync_end(struct clr_mdc *m, uint64_t dirty_lo, uint64_t dirty_hi)
             dirty_hi = qhi;
         }
     }
-    pthread_mutex_lock(&m->mu);
+    clr_mutex_lock(&m->mu);
     m->my_win_lo = m->my_win_hi = 0;
     if (ext_empty(dirty_lo, dirty_hi))
         dirty_lo = dirty_hi = 0;
     m->my_dirty_lo = dirty_lo;
     m->my_dirty_hi = dirty_hi;
-    pthread_mutex_unlock(&m->mu);
+    clr_mutex_unlock(&m->mu);
     r = publish(m);
     msg.dirty_lo = dirty_hi ? dirty_lo : UINT64_MAX;
     r2 = send_msg(m, &msg);
@@ -797,10 +797,10 @@ int clr_mdc_resync_end(struct clr_mdc *m, uint64_t dirty_lo, uint64_t dirty_hi)
     r2 = m->h.lock(m->h.arg, RES_RESYNC, CLR_LOCK_NL, 0, NULL);
     if (!r)
         r = r2;
-    pthread_mutex_lock(&m->mu);
+    clr_mutex_lock(&m->mu);
     m->resync_locked = false;
     m->claims &= ~(uint64_t)C_RESYNC;
-    pthread_mutex_unlock(&m->mu);
+    clr_mutex_unlock(&m->mu);
     return r;
 }
 
@@ -812,20 +812,20 @@ static int retake_nonewdev(struct clr_mdc *m)
     bool dropped;
     int r;
 
-    pthread_mutex_lock(&m->mu);
+    clr_mutex_lock(&m->mu);
     dropped = m->nonewdev_dropped;
-    pthread_mutex_unlock(&m->mu);
+    clr_mutex_unlock(&m->mu);
     if (!dropped)
         return 0;
     r = claim(m, &m->claims, C_NONEWDEV);
     if (r)
         return r;
     r = m->h.lock(m->h.arg, RES_NONEWDEV, CLR_LOCK_CR, 0, NULL);
-    pthread_mutex_lock(&m->mu);
+    clr_mutex_lock(&m->mu);
     if (!r)
         m->nonewdev_dropped = false;
     m->claims &= ~(uint64_t)C_NONEWDEV;
-    pthread_mutex_unlock(&m->mu);
+    clr_mutex_unlock(&m->mu);
     if (r)
         mlog(m, LOG_ERR, "cluster: re-taking no-new-dev failed: %s", strerror(-r));
     return r;
@@ -849,14 +849,14 @@ int clr_mdc_receive(struct clr_mdc *m, const struct clr_bcast_msg *raw)
         return -EBADMSG;
     }
     s = (unsigned)msg.sender;
-    pthread_mutex_lock(&m->mu);
+    clr_mutex_lock(&m->mu);
     m->msgs_received++;
     m->rx_seq[s]++;
-    pthread_mutex_unlock(&m->mu);
+    clr_mutex_unlock(&m->mu);
 
     switch (msg.type) {
     case CLR_MDC_RESYNCING:
-        pthread_mutex_lock(&m->mu);
+        clr_mutex_lock(&m->mu);
         if (msg.hi && msg.lo < msg.hi) {
             m->win_from = (int)s;
             m->win_lo = msg.lo;
@@ -869,7 +869,7 @@ int clr_mdc_receive(struct clr_mdc *m, const struct clr_bcast_msg *raw)
         if (ext_empty(m->dirty_lo[s], m->dirty_hi[s]))
             m->dirty_lo[s] = m->dirty_hi[s] = 0;
         changed_locked(m);
-        pthread_mutex_unlock(&m->mu);
+        clr_mutex_unlock(&m->mu);
         /* Writes already issued inside the window finish before we ack. */
         if (msg.hi && msg.lo < msg.hi && !CLR_RULES_FAULT(CLR_RULES_FAULT_NO_DRAIN))
             return m->h.drain(m->h.arg, msg.lo, msg.hi);
@@ -881,15 +881,15 @@ int clr_mdc_receive(struct clr_mdc *m, const struct clr_bcast_msg *raw)
         if (msg.slot == m->c.slot) {
             bool joined;
 
-            pthread_mutex_lock(&m->mu);
+            clr_mutex_lock(&m->mu);
             joined = m->joined;
-            pthread_mutex_unlock(&m->mu);
+            clr_mutex_unlock(&m->mu);
             if (!joined)
                 return 0; /* our previous incarnation's bits: fine */
             mlog(m, LOG_CRIT, "cluster: slot %u claims to have taken over our slot %u", s, m->c.slot);
             return -EBADMSG;
         }
-        pthread_mutex_lock(&m->mu);
+        clr_mutex_lock(&m->mu);
         if (msg.slot != s) {
             m->about_seq[msg.slot]++;
             slot_done_locked(m, msg.slot);
@@ -906,7 +906,7 @@ int clr_mdc_receive(struct clr_mdc *m, const struct clr_bcast_msg *raw)
         }
         m->pending &= ~(1ull << msg.slot);
         changed_locked(m);
-        pthread_mutex_unlock(&m->mu);
+        clr_mutex_unlock(&m->mu);
         /* A dead node (or a rejoining one's previous incarnation) may have
          * failed a member on disk without announcing it. */
         return m->h.reload_sb ? m->h.reload_sb(m->h.arg, CLR_MDC_ANY_DEV, &rx) : 0;
@@ -928,11 +928,11 @@ int clr_mdc_receive(struct clr_mdc *m, const struct clr_bcast_msg *raw)
         if (r)
             return r;
         r = m->h.lock(m->h.arg, RES_NONEWDEV, CLR_LOCK_NL, 0, NULL);
-        pthread_mutex_lock(&m->mu);
+        clr_mutex_lock(&m->mu);
         if (!r)
             m->nonewdev_dropped = true;
         m->claims &= ~(uint64_t)C_NONEWDEV;
-        pthread_mutex_unlock(&m->mu);
+        clr_mutex_unlock(&m->mu);
         return r;
 
     case CLR_MDC_REMOVE:
@@ -942,10 +942,10 @@ int clr_mdc_receive(struct clr_mdc *m, const struct clr_bcast_msg *raw)
         return m->h.remote_readd ? m->h.remote_readd(m->h.arg, msg.dev_number, &rx) : 0;
 
     case CLR_MDC_BITMAP_NEEDS_SYNC:
-        pthread_mutex_lock(&m->mu);
+        clr_mutex_lock(&m->mu);
         m->pending |= 1ull << s;
         changed_locked(m);
-        pthread_mutex_unlock(&m->mu);
+        clr_mutex_unlock(&m->mu);
         return 0;
     }
     return -EPROTO;
@@ -1046,9 +1046,9 @@ bool clr_mdc_write_blocked(struct clr_mdc *m, uint64_t lo, uint64_t hi)
 {
     struct clr_rules_window w;
 
-    pthread_mutex_lock(&m->mu);
+    clr_mutex_lock(&m->mu);
     w = window_locked(m);
-    pthread_mutex_unlock(&m->mu);
+    clr_mutex_unlock(&m->mu);
     return clr_rules_in_window(&w, lo, hi);
 }
 
@@ -1056,9 +1056,9 @@ enum clr_rules_admit clr_mdc_admit(struct clr_mdc *m, uint64_t lo, uint64_t hi)
 {
     struct clr_rules_window w;
 
-    pthread_mutex_lock(&m->mu);
+    clr_mutex_lock(&m->mu);
     w = window_locked(m);
-    pthread_mutex_unlock(&m->mu);
+    clr_mutex_unlock(&m->mu);
     return clr_rules_admit(&w, lo, hi);
 }
 
@@ -1066,9 +1066,9 @@ bool clr_mdc_writes_held(struct clr_mdc *m)
 {
     bool b;
 
-    pthread_mutex_lock(&m->mu);
+    clr_mutex_lock(&m->mu);
     b = m->lost != 0;
-    pthread_mutex_unlock(&m->mu);
+    clr_mutex_unlock(&m->mu);
     return b;
 }
 
@@ -1076,20 +1076,20 @@ bool clr_mdc_read_first(struct clr_mdc *m, uint64_t lo, uint64_t hi)
 {
     bool b;
 
-    pthread_mutex_lock(&m->mu);
+    clr_mutex_lock(&m->mu);
     b = m->recovering || m->pending || (m->win_from >= 0 && overlaps(lo, hi, m->win_lo, m->win_hi));
     if (CLR_RULES_FAULT(CLR_RULES_FAULT_BALANCE_RECOVERY))
         b = false;
     for (unsigned s = 0; s < m->c.nodes && !b; s++)
         b = s != m->c.slot && !ext_empty(m->dirty_lo[s], m->dirty_hi[s]) &&
             overlaps(lo, hi, m->dirty_lo[s], m->dirty_hi[s]);
-    pthread_mutex_unlock(&m->mu);
+    clr_mutex_unlock(&m->mu);
     return b;
 }
 
 void clr_mdc_stats(struct clr_mdc *m, struct clr_mdc_stats *st)
 {
-    pthread_mutex_lock(&m->mu);
+    clr_mutex_lock(&m->mu);
     st->slot = m->c.slot;
     st->recovered_slots = m->recovered_slots;
     st->msgs_sent = m->msgs_sent;
@@ -1103,5 +1103,5 @@ void clr_mdc_stats(struct clr_mdc *m, struct clr_mdc_stats *st)
     st->last_taken_chunks = m->last_taken_chunks;
     st->lost = m->lost;
     st->holds = m->holds;
-    pthread_mutex_unlock(&m->mu);
+    clr_mutex_unlock(&m->mu);
 }

@@ -37,6 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/lockrank.h"
 #include "cluster/rules.h"
 #include "lock/bcast.h"
 
@@ -186,7 +187,7 @@ struct clr_mdc_config {
 
 /** Protocol state of one node.  Fields are private; use the calls. */
 struct clr_mdc {
-    pthread_mutex_t mu;
+    struct clr_mutex mu;
     struct clr_mdc_host h;
     struct clr_mdc_config c;
     size_t bm_bytes; /* on-disk bits per slot: ceil(nchunks / 8) */

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/lockrank.h"
 #include "ctl/ctl_server.h"
 
 #define MAX_CONNS       16
@@ -25,7 +26,7 @@ struct clr_ctl_server {
     pthread_t acceptor;
     clr_ctl_handler_fn fn;
     void *opaque;
-    pthread_mutex_t lock;
+    struct clr_mutex lock;
     pthread_cond_t cond;
     unsigned nconns;
     bool stopping;
@@ -40,9 +41,9 @@ static bool stopping(struct clr_ctl_server *s)
 {
     bool v;
 
-    pthread_mutex_lock(&s->lock);
+    clr_mutex_lock(&s->lock);
     v = s->stopping;
-    pthread_mutex_unlock(&s->lock);
+    clr_mutex_unlock(&s->lock);
     return v;
 }
 
@@ -155,10 +156,10 @@ static void *conn_thread(void *arg)
 out:
     free(buf);
     close(c->fd);
-    pthread_mutex_lock(&s->lock);
+    clr_mutex_lock(&s->lock);
     s->nconns--;
     pthread_cond_broadcast(&s->cond);
-    pthread_mutex_unlock(&s->lock);
+    clr_mutex_unlock(&s->lock);
     free(c);
     return NULL;
 }
@@ -180,15 +181,15 @@ static void accept_one(struct clr_ctl_server *s)
         close(fd);
         return;
     }
-    pthread_mutex_lock(&s->lock);
+    clr_mutex_lock(&s->lock);
     if (s->nconns >= MAX_CONNS) {
-        pthread_mutex_unlock(&s->lock);
+        clr_mutex_unlock(&s->lock);
         send_error(fd, "too many control connections, try again");
         close(fd);
         return;
     }
     s->nconns++;
-    pthread_mutex_unlock(&s->lock);
+    clr_mutex_unlock(&s->lock);
     c = malloc(sizeof *c);
     if (c) {
         c->s = s;
@@ -204,10 +205,10 @@ static void accept_one(struct clr_ctl_server *s)
     }
     send_error(fd, "cannot start a connection thread");
     close(fd);
-    pthread_mutex_lock(&s->lock);
+    clr_mutex_lock(&s->lock);
     s->nconns--;
     pthread_cond_broadcast(&s->cond);
-    pthread_mutex_unlock(&s->lock);
+    clr_mutex_unlock(&s->lock);
 }
 
 static void *accept_thread(void *arg)
@@ -252,7 +253,7 @@ int clr_ctl_server_start(const char *path, clr_ctl_handler_fn fn, void *opaque, 
     s->opaque = opaque;
     s->lfd = -1;
     s->wake[0] = s->wake[1] = -1;
-    pthread_mutex_init(&s->lock, NULL);
+    clr_mutex_init(&s->lock, CLR_RANK_CTL, "ctl server lock");
     pthread_cond_init(&s->cond, NULL);
     if (pipe2(s->wake, O_CLOEXEC) != 0) {
         rc = clr_err_set(e, -errno, "pipe: %s", strerror(errno));
@@ -303,9 +304,9 @@ void clr_ctl_server_stop(struct clr_ctl_server *s)
 
     if (!s)
         return;
-    pthread_mutex_lock(&s->lock);
+    clr_mutex_lock(&s->lock);
     s->stopping = true;
-    pthread_mutex_unlock(&s->lock);
+    clr_mutex_unlock(&s->lock);
     if (write(s->wake[1], &b, 1) != 1) {
         /* The pipe cannot be full; nothing else to do. */
     }
@@ -316,18 +317,18 @@ void clr_ctl_server_stop(struct clr_ctl_server *s)
      * handler is stuck in the core; never wait for that forever. */
     clock_gettime(CLOCK_REALTIME, &deadline);
     deadline.tv_sec += 5;
-    pthread_mutex_lock(&s->lock);
+    clr_mutex_lock(&s->lock);
     while (s->nconns > 0)
-        if (pthread_cond_timedwait(&s->cond, &s->lock, &deadline) == ETIMEDOUT)
+        if (clr_cond_timedwait(&s->cond, &s->lock, &deadline) == ETIMEDOUT)
             break;
     bool leak = s->nconns > 0;
-    pthread_mutex_unlock(&s->lock);
+    clr_mutex_unlock(&s->lock);
     close(s->wake[0]);
     close(s->wake[1]);
     if (leak)
         return; /* a thread still points at @s: leak it rather than crash */
     pthread_cond_destroy(&s->cond);
-    pthread_mutex_destroy(&s->lock);
+    clr_mutex_destroy(&s->lock);
     free(s->path);
     free(s);
 }

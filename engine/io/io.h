@@ -84,6 +84,8 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "common/lockrank.h"
+
 /** Alignment of buffers from clr_io_alloc(); the largest block size we accept. */
 #define CLR_IO_ALIGN 4096u
 
@@ -301,7 +303,7 @@ int clr_io_zero(struct clr_io_dev *dev, uint64_t len, uint64_t off, clr_io_cb cb
  *   err = clr_io_wg_wait(&wg);   // first error, or 0
  */
 struct clr_io_wg {
-    pthread_mutex_t lock;
+    struct clr_mutex lock;
     pthread_cond_t cond;
     unsigned pending;
     int err; /* first error seen, or 0 */

@@ -3,12 +3,13 @@
 
 #include <errno.h>
 
+#include "common/lockrank.h"
 #include "io/io_internal.h"
 
 void clr_io_fault_init(struct clr_io_fault *f)
 {
     atomic_init(&f->armed, false);
-    pthread_mutex_init(&f->lock, NULL);
+    clr_mutex_init(&f->lock, CLR_RANK_IO_FAULT, "io fault lock");
     f->vanish_err = 0;
     f->delay_ms = 0;
     f->short_max = 0;
@@ -22,7 +23,7 @@ void clr_io_fault_init(struct clr_io_fault *f)
 
 void clr_io_fault_fini(struct clr_io_fault *f)
 {
-    pthread_mutex_destroy(&f->lock);
+    clr_mutex_destroy(&f->lock);
 }
 
 /* Caller holds f->lock. */
@@ -38,7 +39,7 @@ int clr_io_fault_fail_range(struct clr_io_dev *dev, unsigned ops, uint64_t off, 
 
     if (ops == 0 || (ops & ~(unsigned)(CLR_IO_FAULT_READ | CLR_IO_FAULT_WRITE)))
         return -EINVAL;
-    pthread_mutex_lock(&f->lock);
+    clr_mutex_lock(&f->lock);
     if (f->nranges == CLR_IO_FAULT_MAX_RANGES) {
         ret = -ENOSPC;
     } else {
@@ -50,7 +51,7 @@ int clr_io_fault_fail_range(struct clr_io_dev *dev, unsigned ops, uint64_t off, 
         r->err = err > 0 ? err : EIO;
         fault_rearm(f);
     }
-    pthread_mutex_unlock(&f->lock);
+    clr_mutex_unlock(&f->lock);
     return ret;
 }
 
@@ -58,43 +59,43 @@ void clr_io_fault_vanish(struct clr_io_dev *dev, int err)
 {
     struct clr_io_fault *f = &dev->fault;
 
-    pthread_mutex_lock(&f->lock);
+    clr_mutex_lock(&f->lock);
     f->vanish_err = err > 0 ? err : ENODEV;
     fault_rearm(f);
-    pthread_mutex_unlock(&f->lock);
+    clr_mutex_unlock(&f->lock);
 }
 
 void clr_io_fault_delay(struct clr_io_dev *dev, unsigned ms)
 {
     struct clr_io_fault *f = &dev->fault;
 
-    pthread_mutex_lock(&f->lock);
+    clr_mutex_lock(&f->lock);
     f->delay_ms = ms;
     fault_rearm(f);
-    pthread_mutex_unlock(&f->lock);
+    clr_mutex_unlock(&f->lock);
 }
 
 void clr_io_fault_short(struct clr_io_dev *dev, unsigned max_bytes)
 {
     struct clr_io_fault *f = &dev->fault;
 
-    pthread_mutex_lock(&f->lock);
+    clr_mutex_lock(&f->lock);
     f->short_max = max_bytes;
     fault_rearm(f);
-    pthread_mutex_unlock(&f->lock);
+    clr_mutex_unlock(&f->lock);
 }
 
 void clr_io_fault_clear(struct clr_io_dev *dev)
 {
     struct clr_io_fault *f = &dev->fault;
 
-    pthread_mutex_lock(&f->lock);
+    clr_mutex_lock(&f->lock);
     f->vanish_err = 0;
     f->delay_ms = 0;
     f->short_max = 0;
     f->nranges = 0;
     fault_rearm(f);
-    pthread_mutex_unlock(&f->lock);
+    clr_mutex_unlock(&f->lock);
 }
 
 void clr_io_fault_stats(const struct clr_io_dev *dev, struct clr_io_fault_stats *st)
@@ -133,7 +134,7 @@ int clr_io_fault_check(struct clr_io_dev *dev, const struct clr_io_req *req)
         break;
     }
 
-    pthread_mutex_lock(&f->lock);
+    clr_mutex_lock(&f->lock);
     if (f->vanish_err) {
         ret = -f->vanish_err;
         atomic_fetch_add(&f->vanished, 1);
@@ -151,7 +152,7 @@ int clr_io_fault_check(struct clr_io_dev *dev, const struct clr_io_req *req)
         }
     }
 out:
-    pthread_mutex_unlock(&f->lock);
+    clr_mutex_unlock(&f->lock);
     return ret;
 }
 
@@ -163,9 +164,9 @@ unsigned clr_io_fault_delay_ms(struct clr_io_dev *dev)
 
     if (!atomic_load_explicit(&f->armed, memory_order_relaxed))
         return 0;
-    pthread_mutex_lock(&f->lock);
+    clr_mutex_lock(&f->lock);
     ms = f->delay_ms;
-    pthread_mutex_unlock(&f->lock);
+    clr_mutex_unlock(&f->lock);
     if (ms)
         atomic_fetch_add(&f->delayed, 1);
     return ms;
@@ -179,9 +180,9 @@ unsigned clr_io_fault_short_max(struct clr_io_dev *dev)
 
     if (!atomic_load_explicit(&f->armed, memory_order_relaxed))
         return 0;
-    pthread_mutex_lock(&f->lock);
+    clr_mutex_lock(&f->lock);
     max = f->short_max;
-    pthread_mutex_unlock(&f->lock);
+    clr_mutex_unlock(&f->lock);
     return max;
 }
 

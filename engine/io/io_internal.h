@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "common/lockrank.h"
 #include "io/io.h"
 
 /* Range faults armed on one device. */
@@ -19,8 +20,8 @@ struct clr_io_fault_range {
 struct clr_io_fault {
     /* Fast path: false unless something is armed; read relaxed per request. */
     atomic_bool armed;
-    pthread_mutex_t lock; /* guards everything below except the counters */
-    int vanish_err;       /* 0 = present */
+    struct clr_mutex lock; /* guards everything below except the counters */
+    int vanish_err;        /* 0 = present */
     unsigned delay_ms;
     unsigned short_max; /* 0 = off */
     unsigned nranges;
@@ -110,19 +111,19 @@ struct clr_io_ctx {
      * it held only push to queue; the holder picks their requests up
      * before it lets go (flat combining).
      */
-    pthread_mutex_t sq_lock;
+    struct clr_mutex sq_lock;
     struct clr_io_req_fifo backlog;     /* under sq_lock: over cap, or resubmitted */
     atomic_bool backlogged;             /* backlog non-empty: ring thread must pump */
     atomic_uint kinflight;              /* SQEs given to the kernel, CQEs not yet seen */
     _Atomic(struct clr_io_req *) queue; /* MPSC stack, newest first */
     /* Completion side: only the ring thread reads the CQ. */
     pthread_t thread;
-    int efd;              /* registered eventfd: CQEs were posted */
-    atomic_bool stopping; /* destroy called: refuse outside submissions */
-    atomic_bool exit;     /* ring thread should leave once drained */
-    atomic_long pending;  /* accepted requests not yet called back */
-    atomic_int closers;   /* threads waiting in clr_io_close() */
-    pthread_mutex_t lock; /* devs list, and waits for drains */
+    int efd;               /* registered eventfd: CQEs were posted */
+    atomic_bool stopping;  /* destroy called: refuse outside submissions */
+    atomic_bool exit;      /* ring thread should leave once drained */
+    atomic_long pending;   /* accepted requests not yet called back */
+    atomic_int closers;    /* threads waiting in clr_io_close() */
+    struct clr_mutex lock; /* devs list, and waits for drains */
     pthread_cond_t cond;
     struct clr_io_dev *devs;
     void *zero_buf;       /* CLR_IO_ZERO_BUF bytes of zeroes */

@@ -11,6 +11,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "common/lockrank.h"
 #include "io/io_internal.h"
 
 #if defined(__has_include)
@@ -103,7 +104,7 @@ static void ring_pump(struct clr_io_ctx *ctx, bool wait);
 
 static void sq_unlock(struct clr_io_ctx *ctx)
 {
-    pthread_mutex_unlock(&ctx->sq_lock);
+    clr_mutex_unlock(&ctx->sq_lock);
     /* Pairs with the fence in req_submit(): see ring_pump(). */
     atomic_thread_fence(memory_order_seq_cst);
     if (atomic_load(&ctx->queue) != NULL)
@@ -168,14 +169,14 @@ void clr_io_req_deliver(struct clr_io_ctx *ctx, struct clr_io_req *r, int res)
      * seq_cst so one side always sees the other.
      */
     if (atomic_fetch_sub(&dev->inflight, 1) == 1 && atomic_load(&ctx->closers)) {
-        pthread_mutex_lock(&ctx->lock);
+        clr_mutex_lock(&ctx->lock);
         pthread_cond_broadcast(&ctx->cond);
-        pthread_mutex_unlock(&ctx->lock);
+        clr_mutex_unlock(&ctx->lock);
     }
     if (atomic_fetch_sub(&ctx->pending, 1) == 1 && atomic_load(&ctx->stopping)) {
-        pthread_mutex_lock(&ctx->lock);
+        clr_mutex_lock(&ctx->lock);
         pthread_cond_broadcast(&ctx->cond);
-        pthread_mutex_unlock(&ctx->lock);
+        clr_mutex_unlock(&ctx->lock);
     }
 }
 
@@ -194,7 +195,7 @@ static void req_finish(struct clr_io_ctx *ctx, struct clr_io_req *r, int res)
         r->res = res;
         r->ts.tv_sec = ms / 1000;
         r->ts.tv_nsec = (long long)(ms % 1000) * 1000000;
-        pthread_mutex_lock(&ctx->sq_lock);
+        clr_mutex_lock(&ctx->sq_lock);
         sqe = get_sqe(ctx);
         io_uring_prep_timeout(sqe, &r->ts, 0, 0);
         io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)r | UD_DELAY);
@@ -453,8 +454,8 @@ static void ring_pump(struct clr_io_ctx *ctx, bool wait)
 {
     do {
         if (wait)
-            pthread_mutex_lock(&ctx->sq_lock);
-        else if (pthread_mutex_trylock(&ctx->sq_lock) != 0)
+            clr_mutex_lock(&ctx->sq_lock);
+        else if (clr_mutex_trylock(&ctx->sq_lock) != 0)
             return;
         wait = false;
 
@@ -476,7 +477,7 @@ static void ring_pump(struct clr_io_ctx *ctx, bool wait)
                 break;
         }
         submit_locked(ctx);
-        pthread_mutex_unlock(&ctx->sq_lock);
+        clr_mutex_unlock(&ctx->sq_lock);
         atomic_thread_fence(memory_order_seq_cst);
     } while (atomic_load(&ctx->queue) != NULL);
 }
@@ -525,9 +526,9 @@ static void *ring_thread(void *opaque)
 
         if (again.head) {
             /* Resubmissions go ahead of new work: they are older. */
-            pthread_mutex_lock(&ctx->sq_lock);
+            clr_mutex_lock(&ctx->sq_lock);
             fifo_prepend(&ctx->backlog, &again);
-            pthread_mutex_unlock(&ctx->sq_lock);
+            clr_mutex_unlock(&ctx->sq_lock);
             ring_pump(ctx, true);
         } else if (atomic_load(&ctx->backlogged)) {
             ring_pump(ctx, true);
@@ -541,7 +542,7 @@ static void ring_wake(struct clr_io_ctx *ctx)
 {
     struct io_uring_sqe *sqe;
 
-    pthread_mutex_lock(&ctx->sq_lock);
+    clr_mutex_lock(&ctx->sq_lock);
     sqe = get_sqe(ctx);
     io_uring_prep_nop(sqe);
     io_uring_sqe_set_data64(sqe, UD_WAKE);
@@ -577,12 +578,12 @@ int clr_io_ctx_create(const struct clr_io_ctx_opts *opts, struct clr_io_ctx **ct
     atomic_init(&ctx->backlogged, false);
     atomic_init(&ctx->kinflight, 0);
     fifo_init(&ctx->backlog);
-    pthread_mutex_init(&ctx->sq_lock, NULL);
+    clr_mutex_init(&ctx->sq_lock, CLR_RANK_IO_SQ, "io sq_lock");
     atomic_init(&ctx->stopping, false);
     atomic_init(&ctx->exit, false);
     atomic_init(&ctx->pending, 0);
     atomic_init(&ctx->closers, 0);
-    pthread_mutex_init(&ctx->lock, NULL);
+    clr_mutex_init(&ctx->lock, CLR_RANK_IO, "io ctx->lock");
     pthread_cond_init(&ctx->cond, NULL);
 
     ret = clr_io_alloc(&ctx->zero_buf, CLR_IO_ZERO_BUF);
@@ -619,8 +620,8 @@ err_efd:
 err_free:
     clr_io_free(ctx->zero_buf);
     pthread_cond_destroy(&ctx->cond);
-    pthread_mutex_destroy(&ctx->lock);
-    pthread_mutex_destroy(&ctx->sq_lock);
+    clr_mutex_destroy(&ctx->lock);
+    clr_mutex_destroy(&ctx->sq_lock);
     free(ctx);
     return ret;
 }
@@ -630,10 +631,10 @@ void clr_io_ctx_destroy(struct clr_io_ctx *ctx)
     if (!ctx)
         return;
     atomic_store(&ctx->stopping, true);
-    pthread_mutex_lock(&ctx->lock);
+    clr_mutex_lock(&ctx->lock);
     while (atomic_load(&ctx->pending) > 0)
-        pthread_cond_wait(&ctx->cond, &ctx->lock);
-    pthread_mutex_unlock(&ctx->lock);
+        clr_cond_wait(&ctx->cond, &ctx->lock);
+    clr_mutex_unlock(&ctx->lock);
 
     atomic_store(&ctx->exit, true);
     ring_wake(ctx);
@@ -648,17 +649,17 @@ void clr_io_ctx_destroy(struct clr_io_ctx *ctx)
     close(ctx->efd);
     clr_io_free(ctx->zero_buf);
     pthread_cond_destroy(&ctx->cond);
-    pthread_mutex_destroy(&ctx->lock);
-    pthread_mutex_destroy(&ctx->sq_lock);
+    clr_mutex_destroy(&ctx->lock);
+    clr_mutex_destroy(&ctx->sq_lock);
     free(ctx);
 }
 
 void clr_io_ctx_add_dev(struct clr_io_ctx *ctx, struct clr_io_dev *dev)
 {
-    pthread_mutex_lock(&ctx->lock);
+    clr_mutex_lock(&ctx->lock);
     dev->next = ctx->devs;
     ctx->devs = dev;
-    pthread_mutex_unlock(&ctx->lock);
+    clr_mutex_unlock(&ctx->lock);
 }
 
 /* Wait until @dev has nothing in flight and unlink it from @ctx. */
@@ -667,16 +668,16 @@ void clr_io_ctx_drain_dev(struct clr_io_ctx *ctx, struct clr_io_dev *dev)
     struct clr_io_dev **pp;
 
     atomic_fetch_add(&ctx->closers, 1);
-    pthread_mutex_lock(&ctx->lock);
+    clr_mutex_lock(&ctx->lock);
     while (atomic_load(&dev->inflight) > 0)
-        pthread_cond_wait(&ctx->cond, &ctx->lock);
+        clr_cond_wait(&ctx->cond, &ctx->lock);
     for (pp = &ctx->devs; *pp; pp = &(*pp)->next) {
         if (*pp == dev) {
             *pp = dev->next;
             break;
         }
     }
-    pthread_mutex_unlock(&ctx->lock);
+    clr_mutex_unlock(&ctx->lock);
     atomic_fetch_sub(&ctx->closers, 1);
 }
 
@@ -729,9 +730,9 @@ static int req_submit(struct clr_io_req *r)
     atomic_fetch_add(&ctx->pending, 1);
     if (atomic_load(&ctx->stopping) && !clr_io_on_ring_thread(ctx)) {
         if (atomic_fetch_sub(&ctx->pending, 1) == 1) {
-            pthread_mutex_lock(&ctx->lock);
+            clr_mutex_lock(&ctx->lock);
             pthread_cond_broadcast(&ctx->cond);
-            pthread_mutex_unlock(&ctx->lock);
+            clr_mutex_unlock(&ctx->lock);
         }
         clr_io_free(r->bounce);
         free(r);

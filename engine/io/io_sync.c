@@ -3,11 +3,12 @@
 
 #include <errno.h>
 
+#include "common/lockrank.h"
 #include "io/io_internal.h"
 
 void clr_io_wg_init(struct clr_io_wg *wg)
 {
-    pthread_mutex_init(&wg->lock, NULL);
+    clr_mutex_init(&wg->lock, CLR_RANK_IO_WG, "io wg->lock");
     pthread_cond_init(&wg->cond, NULL);
     wg->pending = 0;
     wg->err = 0;
@@ -15,9 +16,9 @@ void clr_io_wg_init(struct clr_io_wg *wg)
 
 void clr_io_wg_add(struct clr_io_wg *wg, unsigned n)
 {
-    pthread_mutex_lock(&wg->lock);
+    clr_mutex_lock(&wg->lock);
     wg->pending += n;
-    pthread_mutex_unlock(&wg->lock);
+    clr_mutex_unlock(&wg->lock);
 }
 
 void clr_io_wg_done(void *arg, int res)
@@ -25,25 +26,25 @@ void clr_io_wg_done(void *arg, int res)
     struct clr_io_wg *wg = arg;
 
     /* Signal under the lock: the waiter may destroy @wg once it wakes. */
-    pthread_mutex_lock(&wg->lock);
+    clr_mutex_lock(&wg->lock);
     if (res < 0 && wg->err == 0)
         wg->err = res;
     if (--wg->pending == 0)
         pthread_cond_signal(&wg->cond);
-    pthread_mutex_unlock(&wg->lock);
+    clr_mutex_unlock(&wg->lock);
 }
 
 int clr_io_wg_wait(struct clr_io_wg *wg)
 {
     int err;
 
-    pthread_mutex_lock(&wg->lock);
+    clr_mutex_lock(&wg->lock);
     while (wg->pending > 0)
-        pthread_cond_wait(&wg->cond, &wg->lock);
+        clr_cond_wait(&wg->cond, &wg->lock);
     err = wg->err;
-    pthread_mutex_unlock(&wg->lock);
+    clr_mutex_unlock(&wg->lock);
     pthread_cond_destroy(&wg->cond);
-    pthread_mutex_destroy(&wg->lock);
+    clr_mutex_destroy(&wg->lock);
     return err;
 }
 

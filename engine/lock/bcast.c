@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/lockrank.h"
 #include "lock/bcast.h"
 #include "lock/lock_internal.h"
 #include "lock/lock_wire.h"
@@ -34,9 +35,9 @@ struct clr_bcast {
     clr_bcast_recv_fn recv;
     void *arg;
     unsigned tmo;
-    pthread_mutex_t send_mu; /* one local sender at a time */
-    pthread_mutex_t recv_mu; /* send and receive never overlap locally */
-    pthread_mutex_t mu;      /* guards the fields below */
+    struct clr_mutex send_mu; /* one local sender at a time */
+    struct clr_mutex recv_mu; /* send and receive never overlap locally */
+    struct clr_mutex mu;      /* guards the fields below */
     pthread_cond_t cond;
     int pending; /* EX BASTs on ack not yet served */
     bool stop;
@@ -78,10 +79,10 @@ static void ack_bast(struct clr_lock *lk, int mode, void *arg)
     (void)lk;
     if (mode != CLR_LOCK_EX)
         return;
-    pthread_mutex_lock(&b->mu);
+    clr_mutex_lock(&b->mu);
     b->pending++;
     pthread_cond_broadcast(&b->cond);
-    pthread_mutex_unlock(&b->mu);
+    clr_mutex_unlock(&b->mu);
 }
 
 static void token_bast(struct clr_lock *lk, int mode, void *arg)
@@ -90,10 +91,10 @@ static void token_bast(struct clr_lock *lk, int mode, void *arg)
 
     (void)lk;
     (void)mode;
-    pthread_mutex_lock(&b->mu);
+    clr_mutex_lock(&b->mu);
     b->token_wanted = true;
     pthread_cond_broadcast(&b->cond);
-    pthread_mutex_unlock(&b->mu);
+    clr_mutex_unlock(&b->mu);
 }
 
 /* Wait for every request issued without waiting (async_req) to finish.
@@ -216,9 +217,9 @@ static void receive_one(struct clr_bcast *b)
         if (wait_tail_rx(b) == 0 && clr_lock_mode(b->ack) == CLR_LOCK_CR)
             break;
         fprintf(stderr, "clraid bcast: re-arming (ack CR) takes over %u ms\n", b->tmo);
-        pthread_mutex_lock(&b->mu);
+        clr_mutex_lock(&b->mu);
         stop = b->stop;
-        pthread_mutex_unlock(&b->mu);
+        clr_mutex_unlock(&b->mu);
         if (stop)
             break;
     }
@@ -229,9 +230,9 @@ static void drop_token(struct clr_bcast *b)
 {
     if (!b->token_held)
         return;
-    pthread_mutex_lock(&b->mu);
+    clr_mutex_lock(&b->mu);
     b->token_wanted = false;
-    pthread_mutex_unlock(&b->mu);
+    clr_mutex_unlock(&b->mu);
     async_req(b, b->nack, CLR_LOCK_NL, 0);
     async_req(b, b->token, CLR_LOCK_NL, 0);
     b->token_held = false;
@@ -243,14 +244,14 @@ static void *recv_thread(void *arg)
     bool tok_busy = false; /* our sender had send_mu at the last try */
 
     for (;;) {
-        pthread_mutex_lock(&b->mu);
+        clr_mutex_lock(&b->mu);
         bool msg, tok;
 
         /* A wanted token we could not give (tok_busy) must not put us
          * to sleep untimed: our sender may have checked token_wanted
          * before the BAST came, and the BAST is not sent again. */
         while (!b->pending && !b->token_wanted && !b->stop)
-            pthread_cond_wait(&b->cond, &b->mu);
+            clr_cond_wait(&b->cond, &b->mu);
         if (tok_busy && !b->pending && !b->stop) {
             /* retry the token soon, messages first meanwhile */
             struct timespec ts;
@@ -261,20 +262,20 @@ static void *recv_thread(void *arg)
                 ts.tv_sec++;
                 ts.tv_nsec -= 1000000000;
             }
-            pthread_cond_timedwait(&b->cond, &b->mu, &ts);
+            clr_cond_timedwait(&b->cond, &b->mu, &ts);
         }
         if (b->stop) {
-            pthread_mutex_unlock(&b->mu);
+            clr_mutex_unlock(&b->mu);
             break;
         }
         msg = b->pending > 0;
         tok = b->token_wanted;
         b->pending = 0;
-        pthread_mutex_unlock(&b->mu);
+        clr_mutex_unlock(&b->mu);
         if (msg) {
-            pthread_mutex_lock(&b->recv_mu);
+            clr_mutex_lock(&b->recv_mu);
             receive_one(b);
-            pthread_mutex_unlock(&b->recv_mu);
+            clr_mutex_unlock(&b->recv_mu);
         }
         tok_busy = false;
         if (tok) {
@@ -282,18 +283,18 @@ static void *recv_thread(void *arg)
              * wait for send_mu here: our sender may be waiting for
              * the token held by a remote sender that needs our ack
              * (we would not receive its message). */
-            if (pthread_mutex_trylock(&b->send_mu) != 0) {
+            if (clr_mutex_trylock(&b->send_mu) != 0) {
                 tok_busy = true;
                 continue;
             }
             if (!b->token_held) {
-                pthread_mutex_lock(&b->mu);
+                clr_mutex_lock(&b->mu);
                 b->token_wanted = false; /* nothing to give */
-                pthread_mutex_unlock(&b->mu);
+                clr_mutex_unlock(&b->mu);
             } else if (wait_tail(b) == 0) {
                 drop_token(b);
             }
-            pthread_mutex_unlock(&b->send_mu);
+            clr_mutex_unlock(&b->send_mu);
         }
     }
     return NULL;
@@ -326,9 +327,9 @@ int clr_bcast_open(struct clr_ls *ls, clr_bcast_recv_fn recv, void *arg, unsigne
     b->recv = recv;
     b->arg = arg;
     b->tmo = timeout_ms ? timeout_ms : 30000;
-    pthread_mutex_init(&b->send_mu, NULL);
-    pthread_mutex_init(&b->recv_mu, NULL);
-    pthread_mutex_init(&b->mu, NULL);
+    clr_mutex_init(&b->send_mu, CLR_RANK_BCAST_SEND, "bcast send_mu");
+    clr_mutex_init(&b->recv_mu, CLR_RANK_BCAST_RECV, "bcast recv_mu");
+    clr_mutex_init(&b->mu, CLR_RANK_BCAST_STATE, "bcast b->mu");
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&b->cond, &ca);
@@ -343,10 +344,10 @@ int clr_bcast_open(struct clr_ls *ls, clr_bcast_recv_fn recv, void *arg, unsigne
         rc = -ENOMEM;
         goto fail;
     }
-    pthread_mutex_lock(&ls->mu);
+    clr_mutex_lock(&ls->mu);
     b->token->bast_hook = token_bast;
     b->ack->bast_hook = ack_bast;
-    pthread_mutex_unlock(&ls->mu);
+    clr_mutex_unlock(&ls->mu);
     /* md join: take ack CR under the token so we never join mid-round */
     rc = step(b, b->token, CLR_LOCK_EX, 0, "joining");
     if (!rc)
@@ -380,11 +381,11 @@ int clr_bcast_send(struct clr_bcast *b, const struct clr_bcast_msg *m, struct cl
     int rc;
 
     memset(res, 0, sizeof(*res));
-    pthread_mutex_lock(&b->send_mu);
+    clr_mutex_lock(&b->send_mu);
     rc = wait_tail(b);
     if (rc) {
         fprintf(stderr, "clraid bcast: previous round did not finish in %u ms\n", b->tmo);
-        pthread_mutex_unlock(&b->send_mu);
+        clr_mutex_unlock(&b->send_mu);
         return rc;
     }
     /* token first, then the receive mutex (md lock_comm): a remote sender
@@ -395,12 +396,12 @@ int clr_bcast_send(struct clr_bcast *b, const struct clr_bcast_msg *m, struct cl
             rc = step(b, b->nack, CLR_LOCK_CR, 0, "taking the token");
         if (rc) {
             async_req(b, b->token, CLR_LOCK_NL, 0);
-            pthread_mutex_unlock(&b->send_mu);
+            clr_mutex_unlock(&b->send_mu);
             return rc;
         }
         b->token_held = true;
     }
-    pthread_mutex_lock(&b->recv_mu);
+    clr_mutex_lock(&b->recv_mu);
     rc = wait_tail(b);
     if (rc)
         goto release;
@@ -442,13 +443,13 @@ release:
     /* the end of the round, not waited for: the next round waits */
     async_req(b, b->ack, CLR_LOCK_CR, 0);
     async_req(b, b->message, CLR_LOCK_NL, 0);
-    pthread_mutex_unlock(&b->recv_mu);
-    pthread_mutex_lock(&b->mu);
+    clr_mutex_unlock(&b->recv_mu);
+    clr_mutex_lock(&b->mu);
     wanted = b->token_wanted;
-    pthread_mutex_unlock(&b->mu);
+    clr_mutex_unlock(&b->mu);
     if (wanted || rc)
         drop_token(b);
-    pthread_mutex_unlock(&b->send_mu);
+    clr_mutex_unlock(&b->send_mu);
     return rc;
 }
 
@@ -456,21 +457,21 @@ void clr_bcast_close(struct clr_bcast *b)
 {
     if (!b)
         return;
-    pthread_mutex_lock(&b->mu);
+    clr_mutex_lock(&b->mu);
     b->stop = true;
     pthread_cond_broadcast(&b->cond);
-    pthread_mutex_unlock(&b->mu);
+    clr_mutex_unlock(&b->mu);
     if (b->thread_running)
         pthread_join(b->thread, NULL);
     wait_tail(b);
-    pthread_mutex_lock(&b->send_mu);
+    clr_mutex_lock(&b->send_mu);
     drop_token(b);
-    pthread_mutex_unlock(&b->send_mu);
+    clr_mutex_unlock(&b->send_mu);
     wait_tail(b);
     free_locks(b);
-    pthread_mutex_destroy(&b->send_mu);
-    pthread_mutex_destroy(&b->recv_mu);
-    pthread_mutex_destroy(&b->mu);
+    clr_mutex_destroy(&b->send_mu);
+    clr_mutex_destroy(&b->recv_mu);
+    clr_mutex_destroy(&b->mu);
     pthread_cond_destroy(&b->cond);
     free(b);
 }

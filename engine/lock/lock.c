@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/lockrank.h"
 #include "lock/lock_internal.h"
 
 enum clr_cb_type {
@@ -54,13 +55,13 @@ static const struct {
 #endif
     { NULL, NULL },
 };
-static pthread_mutex_t backends_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct clr_mutex backends_mu = CLR_MUTEX_INITIALIZER(CLR_RANK_LS_BACKENDS, "lock backends_mu");
 
 int clr_lock_backend_register(const struct clr_lock_backend_ops *ops)
 {
     int rc = -ENOSPC;
 
-    pthread_mutex_lock(&backends_mu);
+    clr_mutex_lock(&backends_mu);
     for (int i = 0; i < MAX_BACKENDS; i++) {
         if (backends[i] && strcmp(backends[i]->name, ops->name) == 0) {
             rc = -EEXIST;
@@ -72,7 +73,7 @@ int clr_lock_backend_register(const struct clr_lock_backend_ops *ops)
             break;
         }
     }
-    pthread_mutex_unlock(&backends_mu);
+    clr_mutex_unlock(&backends_mu);
     return rc;
 }
 
@@ -80,11 +81,11 @@ static const struct clr_lock_backend_ops *backend_find(const char *name)
 {
     const struct clr_lock_backend_ops *ops = NULL;
 
-    pthread_mutex_lock(&backends_mu);
+    clr_mutex_lock(&backends_mu);
     for (int i = 0; i < MAX_BACKENDS && backends[i]; i++)
         if (strcmp(backends[i]->name, name) == 0)
             ops = backends[i];
-    pthread_mutex_unlock(&backends_mu);
+    clr_mutex_unlock(&backends_mu);
     return ops;
 }
 
@@ -151,7 +152,7 @@ int clr_ls_open(const struct clr_ls_config *cfg, struct clr_ls **out)
     ls->event = cfg->event;
     ls->event_arg = cfg->event_arg;
     ls->next_lkid = 1;
-    pthread_mutex_init(&ls->mu, NULL);
+    clr_mutex_init(&ls->mu, CLR_RANK_LS, "ls->mu");
     {
         pthread_condattr_t ca;
 
@@ -173,7 +174,7 @@ int clr_ls_open(const struct clr_ls_config *cfg, struct clr_ls **out)
 fail:
     if (ls->efd >= 0)
         close(ls->efd);
-    pthread_mutex_destroy(&ls->mu);
+    clr_mutex_destroy(&ls->mu);
     pthread_cond_destroy(&ls->cond);
     free(ls);
     return rc;
@@ -185,9 +186,9 @@ void clr_ls_close(struct clr_ls *ls)
 
     if (!ls)
         return;
-    pthread_mutex_lock(&ls->mu);
+    clr_mutex_lock(&ls->mu);
     ls->stopping = true;
-    pthread_mutex_unlock(&ls->mu);
+    clr_mutex_unlock(&ls->mu);
     if (ls->dispatch_running)
         pthread_join(ls->dispatch_thread, NULL);
     ls->ops->close(ls);
@@ -205,7 +206,7 @@ void clr_ls_close(struct clr_ls *ls)
         free(cb);
     }
     close(ls->efd);
-    pthread_mutex_destroy(&ls->mu);
+    clr_mutex_destroy(&ls->mu);
     pthread_cond_destroy(&ls->cond);
     free(ls);
 }
@@ -225,14 +226,14 @@ int clr_ls_dispatch(struct clr_ls *ls)
     for (;;) {
         struct clr_cb *cb;
 
-        pthread_mutex_lock(&ls->mu);
+        clr_mutex_lock(&ls->mu);
         cb = ls->cb_head;
         if (cb) {
             ls->cb_head = cb->next;
             if (!cb->next)
                 ls->cb_tail = NULL;
         }
-        pthread_mutex_unlock(&ls->mu);
+        clr_mutex_unlock(&ls->mu);
         if (!cb)
             break;
         switch (cb->type) {
@@ -246,10 +247,10 @@ int clr_ls_dispatch(struct clr_ls *ls)
             ls->event(ls, &cb->ev, ls->event_arg);
             break;
         }
-        pthread_mutex_lock(&ls->mu);
+        clr_mutex_lock(&ls->mu);
         ls->dispatched_seq = cb->seq;
         pthread_cond_broadcast(&ls->cond);
-        pthread_mutex_unlock(&ls->mu);
+        clr_mutex_unlock(&ls->mu);
         free(cb);
         n++;
     }
@@ -264,9 +265,9 @@ static void *dispatch_main(void *arg)
     for (;;) {
         bool stop;
 
-        pthread_mutex_lock(&ls->mu);
+        clr_mutex_lock(&ls->mu);
         stop = ls->stopping;
-        pthread_mutex_unlock(&ls->mu);
+        clr_mutex_unlock(&ls->mu);
         if (stop)
             break;
         if (poll(&pfd, 1, 50) > 0)
@@ -293,9 +294,9 @@ int clr_ls_our_slot(const struct clr_ls *ls)
     struct clr_ls *l = (struct clr_ls *)ls; /* the mutex is not state */
     int v;
 
-    pthread_mutex_lock(&l->mu);
+    clr_mutex_lock(&l->mu);
     v = l->our_slot;
-    pthread_mutex_unlock(&l->mu);
+    clr_mutex_unlock(&l->mu);
     return v;
 }
 
@@ -309,9 +310,9 @@ uint64_t clr_ls_member_id(const struct clr_ls *ls)
     struct clr_ls *l = (struct clr_ls *)ls;
     uint64_t v;
 
-    pthread_mutex_lock(&l->mu);
+    clr_mutex_lock(&l->mu);
     v = l->member_id;
-    pthread_mutex_unlock(&l->mu);
+    clr_mutex_unlock(&l->mu);
     return v;
 }
 
@@ -461,13 +462,13 @@ struct clr_lock *clr_lock_create(struct clr_ls *ls, const char *name, clr_lock_a
     lk->ast = ast;
     lk->bast = bast;
     lk->arg = arg;
-    pthread_mutex_lock(&ls->mu);
+    clr_mutex_lock(&ls->mu);
     lk->lkid = ls->next_lkid++;
     b = (unsigned)(lk->lkid % CLR_LS_LOCK_BUCKETS);
     lk->hnext = ls->locks[b];
     ls->locks[b] = lk;
     ls->nlocks++;
-    pthread_mutex_unlock(&ls->mu);
+    clr_mutex_unlock(&ls->mu);
     return lk;
 }
 
@@ -477,9 +478,9 @@ int clr_lock_destroy(struct clr_lock *lk)
     struct clr_lock **pp;
     struct clr_cb **cp;
 
-    pthread_mutex_lock(&ls->mu);
+    clr_mutex_lock(&ls->mu);
     if (lk->op != CLR_OP_NONE || lk->grmode != CLR_LOCK_IV) {
-        pthread_mutex_unlock(&ls->mu);
+        clr_mutex_unlock(&ls->mu);
         return -EBUSY;
     }
     for (pp = &ls->locks[lk->lkid % CLR_LS_LOCK_BUCKETS]; *pp; pp = &(*pp)->hnext) {
@@ -502,7 +503,7 @@ int clr_lock_destroy(struct clr_lock *lk)
             cp = &(*cp)->next;
         }
     }
-    pthread_mutex_unlock(&ls->mu);
+    clr_mutex_unlock(&ls->mu);
     free(lk->be);
     free(lk);
     return 0;
@@ -512,13 +513,13 @@ static int start_op(struct clr_lock *lk, enum clr_lock_op op, int mode, bool syn
 {
     struct clr_ls *ls = lk->ls;
 
-    pthread_mutex_lock(&ls->mu);
+    clr_mutex_lock(&ls->mu);
     if (lk->op != CLR_OP_NONE) {
-        pthread_mutex_unlock(&ls->mu);
+        clr_mutex_unlock(&ls->mu);
         return -EBUSY;
     }
     if (op == CLR_OP_UNLOCK && lk->grmode == CLR_LOCK_IV) {
-        pthread_mutex_unlock(&ls->mu);
+        clr_mutex_unlock(&ls->mu);
         return -ENOENT;
     }
     lk->op = op;
@@ -527,17 +528,17 @@ static int start_op(struct clr_lock *lk, enum clr_lock_op op, int mode, bool syn
     lk->cancel_sent = false;
     if (seq)
         *seq = lk->done_seq;
-    pthread_mutex_unlock(&ls->mu);
+    clr_mutex_unlock(&ls->mu);
     return 0;
 }
 
 static void abort_op(struct clr_lock *lk)
 {
-    pthread_mutex_lock(&lk->ls->mu);
+    clr_mutex_lock(&lk->ls->mu);
     lk->op = CLR_OP_NONE;
     lk->sync_op = false;
     lk->rqmode = CLR_LOCK_IV;
-    pthread_mutex_unlock(&lk->ls->mu);
+    clr_mutex_unlock(&lk->ls->mu);
 }
 
 static int do_request(struct clr_lock *lk, int mode, unsigned flags, bool sync, uint64_t *seq)
@@ -581,13 +582,13 @@ int clr_lock_cancel(struct clr_lock *lk)
 {
     struct clr_ls *ls = lk->ls;
 
-    pthread_mutex_lock(&ls->mu);
+    clr_mutex_lock(&ls->mu);
     if (lk->op != CLR_OP_REQUEST || lk->cancel_sent) {
-        pthread_mutex_unlock(&ls->mu);
+        clr_mutex_unlock(&ls->mu);
         return lk->op == CLR_OP_REQUEST ? 0 : -ENOENT;
     }
     lk->cancel_sent = true;
-    pthread_mutex_unlock(&ls->mu);
+    clr_mutex_unlock(&ls->mu);
     return ls->ops->cancel(ls, lk);
 }
 
@@ -611,11 +612,11 @@ static bool wait_done(struct clr_lock *lk, uint64_t seq, unsigned timeout_ms, in
     bool done;
 
     deadline_ts(&ts, timeout_ms);
-    pthread_mutex_lock(&ls->mu);
+    clr_mutex_lock(&ls->mu);
     while (lk->done_seq == seq) {
         if (timeout_ms == 0)
-            pthread_cond_wait(&ls->cond, &ls->mu);
-        else if (pthread_cond_timedwait(&ls->cond, &ls->mu, &ts) == ETIMEDOUT)
+            clr_cond_wait(&ls->cond, &ls->mu);
+        else if (clr_cond_timedwait(&ls->cond, &ls->mu, &ts) == ETIMEDOUT)
             break;
     }
     done = lk->done_seq != seq;
@@ -625,11 +626,11 @@ static bool wait_done(struct clr_lock *lk, uint64_t seq, unsigned timeout_ms, in
      * DLM, where recovery callbacks precede the grants they cause. */
     while (done && ls->dispatched_seq < lk->barrier) {
         if (timeout_ms == 0)
-            pthread_cond_wait(&ls->cond, &ls->mu);
-        else if (pthread_cond_timedwait(&ls->cond, &ls->mu, &ts) == ETIMEDOUT)
+            clr_cond_wait(&ls->cond, &ls->mu);
+        else if (clr_cond_timedwait(&ls->cond, &ls->mu, &ts) == ETIMEDOUT)
             break;
     }
-    pthread_mutex_unlock(&ls->mu);
+    clr_mutex_unlock(&ls->mu);
     return done;
 }
 
@@ -648,12 +649,12 @@ int clr_lock_sync(struct clr_lock *lk, int mode, unsigned flags, unsigned timeou
              * goes to the ast, if the lock has one. */
             bool pending;
 
-            pthread_mutex_lock(&lk->ls->mu);
+            clr_mutex_lock(&lk->ls->mu);
             pending = lk->done_seq == seq;
             if (pending)
                 lk->sync_op = false;
             rc = lk->status;
-            pthread_mutex_unlock(&lk->ls->mu);
+            clr_mutex_unlock(&lk->ls->mu);
             if (pending)
                 return -ETIMEDOUT;
             /* completed just now (no ast for it): as below */
@@ -672,14 +673,14 @@ int clr_lock_wait(struct clr_lock *lk, unsigned timeout_ms)
     uint64_t seq;
     int st;
 
-    pthread_mutex_lock(&ls->mu);
+    clr_mutex_lock(&ls->mu);
     st = lk->status;
     seq = lk->done_seq;
     if (lk->op == CLR_OP_NONE) {
-        pthread_mutex_unlock(&ls->mu);
+        clr_mutex_unlock(&ls->mu);
         return st;
     }
-    pthread_mutex_unlock(&ls->mu);
+    clr_mutex_unlock(&ls->mu);
     if (!wait_done(lk, seq, timeout_ms, &st))
         return -ETIMEDOUT;
     return st;
@@ -702,9 +703,9 @@ int clr_lock_mode(const struct clr_lock *lk)
 {
     int v;
 
-    pthread_mutex_lock(&lk->ls->mu);
+    clr_mutex_lock(&lk->ls->mu);
     v = lk->grmode;
-    pthread_mutex_unlock(&lk->ls->mu);
+    clr_mutex_unlock(&lk->ls->mu);
     return v;
 }
 
@@ -712,9 +713,9 @@ int clr_lock_status(const struct clr_lock *lk)
 {
     int v;
 
-    pthread_mutex_lock(&lk->ls->mu);
+    clr_mutex_lock(&lk->ls->mu);
     v = lk->status;
-    pthread_mutex_unlock(&lk->ls->mu);
+    clr_mutex_unlock(&lk->ls->mu);
     return v;
 }
 
@@ -722,9 +723,9 @@ unsigned clr_lock_sb_flags(const struct clr_lock *lk)
 {
     unsigned v;
 
-    pthread_mutex_lock(&lk->ls->mu);
+    clr_mutex_lock(&lk->ls->mu);
     v = lk->sb_flags;
-    pthread_mutex_unlock(&lk->ls->mu);
+    clr_mutex_unlock(&lk->ls->mu);
     return v;
 }
 
@@ -732,9 +733,9 @@ unsigned clr_lock_bast_count(const struct clr_lock *lk)
 {
     unsigned v;
 
-    pthread_mutex_lock(&lk->ls->mu);
+    clr_mutex_lock(&lk->ls->mu);
     v = lk->bast_count;
-    pthread_mutex_unlock(&lk->ls->mu);
+    clr_mutex_unlock(&lk->ls->mu);
     return v;
 }
 

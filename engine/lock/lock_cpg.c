@@ -22,6 +22,7 @@
 #include <corosync/quorum.h>
 #include <crm/stonith-ng.h>
 
+#include "common/lockrank.h"
 #include "lock/lock_internal.h"
 #include "lock/lock_repl.h"
 
@@ -63,7 +64,7 @@ struct cpg_be {
     bool need_join;     /* join once quorate */
     bool left_seen;     /* our own clean leave was delivered */
     bool frozen;        /* stale: refuse requests until synced again */
-    pthread_mutex_t send_mu;
+    struct clr_mutex send_mu;
     pthread_cond_t fence_cond;          /* with ls->mu: wakes the fence thread */
     struct outmsg *out_head, *out_tail; /* under ls->mu */
     struct fence_watch watch[FENCE_MAX_WATCH];
@@ -92,9 +93,9 @@ static int be_send(struct cpg_be *be, const uint8_t *buf, size_t len)
     cs_error_t err;
     int rc = 0;
 
-    pthread_mutex_lock(&be->send_mu);
+    clr_mutex_lock(&be->send_mu);
     if (!be->cpg_ok) {
-        pthread_mutex_unlock(&be->send_mu);
+        clr_mutex_unlock(&be->send_mu);
         return -ENOLCK;
     }
     for (;;) {
@@ -107,7 +108,7 @@ static int be_send(struct cpg_be *be, const uint8_t *buf, size_t len)
         }
         usleep(200);
     }
-    pthread_mutex_unlock(&be->send_mu);
+    clr_mutex_unlock(&be->send_mu);
     return rc;
 }
 
@@ -116,14 +117,14 @@ static void flush_outbox(struct cpg_be *be)
     for (;;) {
         struct outmsg *o;
 
-        pthread_mutex_lock(&be->ls->mu);
+        clr_mutex_lock(&be->ls->mu);
         o = be->out_head;
         if (o) {
             be->out_head = o->next;
             if (!o->next)
                 be->out_tail = NULL;
         }
-        pthread_mutex_unlock(&be->ls->mu);
+        clr_mutex_unlock(&be->ls->mu);
         if (!o)
             return;
         be_send(be, o->buf, o->len);
@@ -220,9 +221,9 @@ static void cpg_deliver(cpg_handle_t h, const struct cpg_name *group, uint32_t n
     struct cpg_be *be = be_from_handle(h);
 
     (void)group;
-    pthread_mutex_lock(&be->ls->mu);
+    clr_mutex_lock(&be->ls->mu);
     clr_repl_deliver(be->repl, nodeid, pid, msg, len);
-    pthread_mutex_unlock(&be->ls->mu);
+    clr_mutex_unlock(&be->ls->mu);
 }
 
 static void to_addrs(const struct cpg_address *in, size_t n, struct clr_repl_addr *out)
@@ -247,13 +248,13 @@ static void cpg_confchg(cpg_handle_t h, const struct cpg_name *group, const stru
     to_addrs(members, nm, a);
     to_addrs(left, nl, a + nm);
     to_addrs(joined, nj, a + nm + nl);
-    pthread_mutex_lock(&be->ls->mu);
+    clr_mutex_lock(&be->ls->mu);
     for (size_t i = 0; i < nl; i++)
         if (left[i].nodeid == be->nodeid && left[i].pid == be->pid)
             be->left_seen = true;
     clr_repl_confchg(be->repl, a, nm, a + nm, nl, a + nm + nl, nj);
     pthread_cond_broadcast(&be->ls->cond);
-    pthread_mutex_unlock(&be->ls->mu);
+    clr_mutex_unlock(&be->ls->mu);
     free(a);
 }
 
@@ -267,11 +268,11 @@ static void quorum_notify(quorum_handle_t h, uint32_t quorate, uint64_t seq, uin
     (void)view;
     quorum_context_get(h, (const void **)&ctx);
     be = ctx;
-    pthread_mutex_lock(&be->ls->mu);
+    clr_mutex_lock(&be->ls->mu);
     if (be->quorate && !quorate && be->cpg_ok)
         go_stale_locked(be); /* the other side may now take our locks */
     be->quorate = quorate != 0;
-    pthread_mutex_unlock(&be->ls->mu);
+    clr_mutex_unlock(&be->ls->mu);
 }
 
 static cpg_model_v1_data_t cpg_model = {
@@ -296,9 +297,9 @@ static int do_join(struct cpg_be *be)
         if (err != CS_OK)
             return -ENOTCONN;
         cpg_context_set(be->cpg, be);
-        pthread_mutex_lock(&be->send_mu);
+        clr_mutex_lock(&be->send_mu);
         be->cpg_ok = true;
-        pthread_mutex_unlock(&be->send_mu);
+        clr_mutex_unlock(&be->send_mu);
     }
     while ((err = cpg_join(be->cpg, &be->group)) == CS_ERR_TRY_AGAIN && clr_lock_now_ms() < deadline)
         usleep(1000);
@@ -309,9 +310,9 @@ static void do_finalize(struct cpg_be *be)
 {
     if (!be->cpg_ok)
         return;
-    pthread_mutex_lock(&be->send_mu);
+    clr_mutex_lock(&be->send_mu);
     be->cpg_ok = false;
-    pthread_mutex_unlock(&be->send_mu);
+    clr_mutex_unlock(&be->send_mu);
     cpg_finalize(be->cpg);
 }
 
@@ -327,14 +328,14 @@ static void *cpg_thread(void *arg)
         int n = 0, cfd = -1, qfd = -1, ci = -1, qi = -1;
         bool stop, leave, join;
 
-        pthread_mutex_lock(&ls->mu);
+        clr_mutex_lock(&ls->mu);
         stop = be->stop;
         leave = be->leave_pending;
         be->leave_pending = false;
         join = be->need_join && be->quorate && !leave;
         if (join)
             be->need_join = false;
-        pthread_mutex_unlock(&ls->mu);
+        clr_mutex_unlock(&ls->mu);
         if (stop)
             break;
         if (leave) {
@@ -342,15 +343,15 @@ static void *cpg_thread(void *arg)
             if (be->cpg_ok)
                 cpg_leave(be->cpg, &be->group);
             do_finalize(be);
-            pthread_mutex_lock(&ls->mu);
+            clr_mutex_lock(&ls->mu);
             clr_repl_reset(be->repl);
-            pthread_mutex_unlock(&ls->mu);
+            clr_mutex_unlock(&ls->mu);
             continue;
         }
         if (join && do_join(be) != 0) {
-            pthread_mutex_lock(&ls->mu);
+            clr_mutex_lock(&ls->mu);
             be->need_join = true;
-            pthread_mutex_unlock(&ls->mu);
+            clr_mutex_unlock(&ls->mu);
         }
         flush_outbox(be);
 
@@ -380,18 +381,18 @@ static void *cpg_thread(void *arg)
 
             if (err != CS_OK && err != CS_ERR_TRY_AGAIN) {
                 /* corosync is gone: nothing we hold is safe */
-                pthread_mutex_lock(&ls->mu);
+                clr_mutex_lock(&ls->mu);
                 go_stale_locked(be);
-                pthread_mutex_unlock(&ls->mu);
+                clr_mutex_unlock(&ls->mu);
             }
         }
         if (qi >= 0 && pfd[qi].revents && quorum_dispatch(be->q, CS_DISPATCH_ALL) != CS_OK) {
             quorum_finalize(be->q);
             be->q_ok = false;
-            pthread_mutex_lock(&ls->mu);
+            clr_mutex_lock(&ls->mu);
             be->quorate = false;
             go_stale_locked(be);
-            pthread_mutex_unlock(&ls->mu);
+            clr_mutex_unlock(&ls->mu);
         }
         flush_outbox(be);
     }
@@ -415,11 +416,11 @@ static void fence_round(struct cpg_be *be)
     size_t n, i, k;
     uint64_t now = clr_lock_now_ms();
 
-    pthread_mutex_lock(&ls->mu);
+    clr_mutex_lock(&ls->mu);
     n = clr_repl_members(be->repl, mem, FENCE_MAX_WATCH);
     if (n > FENCE_MAX_WATCH)
         n = FENCE_MAX_WATCH;
-    pthread_mutex_unlock(&ls->mu);
+    clr_mutex_unlock(&ls->mu);
     /* forget confirmed ones, start watching new ones */
     for (i = 0, k = 0; i < be->nwatch; i++) {
         bool still = false;
@@ -462,9 +463,9 @@ static void fence_round(struct cpg_be *be)
                                        .nodeid = w->nodeid };
 
             w->reported = true;
-            pthread_mutex_lock(&ls->mu);
+            clr_mutex_lock(&ls->mu);
             clr_ls_event_locked(ls, &ev);
-            pthread_mutex_unlock(&ls->mu);
+            clr_mutex_unlock(&ls->mu);
         }
     }
 }
@@ -485,11 +486,11 @@ static void *fence_thread(void *arg)
             ts.tv_sec++;
             ts.tv_nsec -= 1000000000L;
         }
-        pthread_mutex_lock(&ls->mu);
+        clr_mutex_lock(&ls->mu);
         if (!be->stop)
-            pthread_cond_timedwait(&be->fence_cond, &ls->mu, &ts);
+            clr_cond_timedwait(&be->fence_cond, &ls->mu, &ts);
         stop = be->stop;
-        pthread_mutex_unlock(&ls->mu);
+        clr_mutex_unlock(&ls->mu);
         if (stop)
             break;
         fence_round(be);
@@ -503,11 +504,11 @@ static void be_free(struct cpg_be *be)
 {
     struct clr_ls *ls = be->ls;
 
-    pthread_mutex_lock(&ls->mu);
+    clr_mutex_lock(&ls->mu);
     be->stop = true;
     pthread_cond_broadcast(&ls->cond);
     pthread_cond_broadcast(&be->fence_cond);
-    pthread_mutex_unlock(&ls->mu);
+    clr_mutex_unlock(&ls->mu);
     wake(be);
     if (be->thread_running)
         pthread_join(be->thread, NULL);
@@ -524,7 +525,7 @@ static void be_free(struct cpg_be *be)
     }
     clr_repl_free(be->repl);
     close(be->wake_fd);
-    pthread_mutex_destroy(&be->send_mu);
+    clr_mutex_destroy(&be->send_mu);
     pthread_cond_destroy(&be->fence_cond);
     free(be);
     ls->be = NULL;
@@ -546,7 +547,7 @@ static int cpg_open(struct clr_ls *ls, const struct clr_ls_config *cfg)
     }
     be->ls = ls;
     ls->be = be;
-    pthread_mutex_init(&be->send_mu, NULL);
+    clr_mutex_init(&be->send_mu, CLR_RANK_CPG_SEND, "cpg send_mu");
     {
         pthread_condattr_t ca;
 
@@ -602,12 +603,12 @@ static int cpg_open(struct clr_ls *ls, const struct clr_ls_config *cfg)
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000L;
     }
-    pthread_mutex_lock(&ls->mu);
+    clr_mutex_lock(&ls->mu);
     while (!clr_repl_synced(be->repl))
-        if (pthread_cond_timedwait(&ls->cond, &ls->mu, &ts) == ETIMEDOUT)
+        if (clr_cond_timedwait(&ls->cond, &ls->mu, &ts) == ETIMEDOUT)
             break;
     rc = clr_repl_synced(be->repl) ? 0 : -ETIMEDOUT;
-    pthread_mutex_unlock(&ls->mu);
+    clr_mutex_unlock(&ls->mu);
     if (rc)
         goto fail;
     return 0;
@@ -626,17 +627,17 @@ static void cpg_close(struct clr_ls *ls)
     /* A clean leave: the others release our locks without invalidating
      * LVBs.  Wait (bounded) until our leave is delivered, so every
      * message we sent before it has been applied everywhere. */
-    pthread_mutex_lock(&be->send_mu);
+    clr_mutex_lock(&be->send_mu);
     if (be->cpg_ok)
         cpg_leave(be->cpg, &be->group);
-    pthread_mutex_unlock(&be->send_mu);
+    clr_mutex_unlock(&be->send_mu);
     clock_gettime(CLOCK_MONOTONIC, &ts);
     ts.tv_sec += CPG_LEAVE_WAIT_MS / 1000;
-    pthread_mutex_lock(&ls->mu);
+    clr_mutex_lock(&ls->mu);
     while (!be->left_seen && be->cpg_ok)
-        if (pthread_cond_timedwait(&ls->cond, &ls->mu, &ts) == ETIMEDOUT)
+        if (clr_cond_timedwait(&ls->cond, &ls->mu, &ts) == ETIMEDOUT)
             break;
-    pthread_mutex_unlock(&ls->mu);
+    clr_mutex_unlock(&ls->mu);
     be_free(be);
 }
 
@@ -648,9 +649,9 @@ static int send_op(struct clr_ls *ls, struct clr_lock *lk, uint8_t type, int mod
     bool ok;
     long len;
 
-    pthread_mutex_lock(&ls->mu);
+    clr_mutex_lock(&ls->mu);
     ok = be && !be->frozen && clr_repl_synced(be->repl);
-    pthread_mutex_unlock(&ls->mu);
+    clr_mutex_unlock(&ls->mu);
     if (!ok)
         return -ENOLCK; /* frozen, or rejoining after a partition */
     m.mode = mode;
@@ -695,9 +696,9 @@ static int cpg_confirm_dead(struct clr_ls *ls, uint64_t member)
     bool found = false;
     size_t n;
 
-    pthread_mutex_lock(&ls->mu);
+    clr_mutex_lock(&ls->mu);
     n = clr_repl_members(be->repl, mem, FENCE_MAX_WATCH);
-    pthread_mutex_unlock(&ls->mu);
+    clr_mutex_unlock(&ls->mu);
     for (size_t i = 0; i < n && i < FENCE_MAX_WATCH; i++)
         found |= mem[i].inc == member && mem[i].state == CLR_REPL_M_FAILED;
     if (!found)
@@ -710,9 +711,9 @@ static uint64_t cpg_digest(struct clr_ls *ls)
 {
     uint64_t d;
 
-    pthread_mutex_lock(&ls->mu);
+    clr_mutex_lock(&ls->mu);
     d = clr_repl_digest(be_of(ls)->repl);
-    pthread_mutex_unlock(&ls->mu);
+    clr_mutex_unlock(&ls->mu);
     return d;
 }
 
@@ -723,9 +724,9 @@ static int cpg_member_count(struct clr_ls *ls)
     size_t n;
     int live = 0;
 
-    pthread_mutex_lock(&ls->mu);
+    clr_mutex_lock(&ls->mu);
     n = clr_repl_members(be->repl, mem, FENCE_MAX_WATCH);
-    pthread_mutex_unlock(&ls->mu);
+    clr_mutex_unlock(&ls->mu);
     for (size_t i = 0; i < n && i < FENCE_MAX_WATCH; i++)
         live += mem[i].state == CLR_REPL_M_LIVE;
     return live;

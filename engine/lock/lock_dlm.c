@@ -46,6 +46,7 @@
 #include <corosync/cpg.h>
 #include <libdlm.h>
 
+#include "common/lockrank.h"
 #include "lock/lock_internal.h"
 #include "lock/lock_wire.h"
 
@@ -161,7 +162,7 @@ static void dlm_ast(void *arg)
     int st = p->lksb.sb_status;
     unsigned flags = (p->lksb.sb_flags & DLM_SBF_VALNOTVALID) ? CLR_LOCK_SB_VALNOTVALID : 0;
 
-    pthread_mutex_lock(&ls->mu);
+    clr_mutex_lock(&ls->mu);
     if (st == EUNLOCK || st == -EUNLOCK) {
         p->unlocking = false;
         clr_ls_complete_locked(ls, lk, 0, CLR_LOCK_IV, 0, NULL);
@@ -173,16 +174,16 @@ static void dlm_ast(void *arg)
     } else {
         clr_ls_complete_locked(ls, lk, st < 0 ? st : -st, lk->grmode, 0, NULL);
     }
-    pthread_mutex_unlock(&ls->mu);
+    clr_mutex_unlock(&ls->mu);
 }
 
 static void dlm_bast(void *arg)
 {
     struct clr_lock *lk = arg;
 
-    pthread_mutex_lock(&lk->ls->mu);
+    clr_mutex_lock(&lk->ls->mu);
     clr_ls_bast_locked(lk->ls, lk, CLR_LOCK_EX);
-    pthread_mutex_unlock(&lk->ls->mu);
+    clr_mutex_unlock(&lk->ls->mu);
 }
 
 /* ---- internal locks: our slot and the probes of others' slots ---- */
@@ -309,9 +310,9 @@ static void emit(struct dlm_be *be, enum clr_ls_event_type type, uint32_t nodeid
 
     if (nodeid || pid)
         ev.member = ((uint64_t)nodeid << 32) | pid;
-    pthread_mutex_lock(&be->ls->mu);
+    clr_mutex_lock(&be->ls->mu);
     clr_ls_event_locked(be->ls, &ev);
-    pthread_mutex_unlock(&be->ls->mu);
+    clr_mutex_unlock(&be->ls->mu);
 }
 
 static struct peer *peer_find(struct dlm_be *be, uint32_t nodeid, uint32_t pid)
@@ -408,9 +409,9 @@ static void dlm_cpg_confchg(cpg_handle_t h, const struct cpg_name *g, const stru
         if (p->nodeid == be->nodeid && p->pid == be->pid)
             p->slot = be->ls->our_slot;
     }
-    pthread_mutex_lock(&be->ls->mu);
+    clr_mutex_lock(&be->ls->mu);
     be->nmembers = (int)nm;
-    pthread_mutex_unlock(&be->ls->mu);
+    clr_mutex_unlock(&be->ls->mu);
     if (nj)
         be->announce = true; /* tell the newcomers our slot */
     if (!nl && !nj)
@@ -597,11 +598,11 @@ static void inject_work(struct dlm_be *be)
     int n;
     __typeof__(be->inject) in;
 
-    pthread_mutex_lock(&be->ls->mu);
+    clr_mutex_lock(&be->ls->mu);
     n = be->ninject;
     memcpy(in, be->inject, sizeof(in));
     be->ninject = 0;
-    pthread_mutex_unlock(&be->ls->mu);
+    clr_mutex_unlock(&be->ls->mu);
     if (!n)
         return;
     emit(be, CLR_LS_EV_PREP, 0, 0, 0);
@@ -618,7 +619,7 @@ int clr_lock_dlm_test_left(struct clr_ls *ls, uint32_t nodeid, uint32_t pid, int
 
     if (!be || ls->ops != &clr_lock_backend_dlm)
         return -EINVAL;
-    pthread_mutex_lock(&ls->mu);
+    clr_mutex_lock(&ls->mu);
     if (be->ninject < (int)(sizeof(be->inject) / sizeof(be->inject[0]))) {
         be->inject[be->ninject].nodeid = nodeid;
         be->inject[be->ninject].pid = pid;
@@ -627,7 +628,7 @@ int clr_lock_dlm_test_left(struct clr_ls *ls, uint32_t nodeid, uint32_t pid, int
         be->ninject++;
         rc = 0;
     }
-    pthread_mutex_unlock(&ls->mu);
+    clr_mutex_unlock(&ls->mu);
     if (write(be->wake_fd, &one, sizeof(one)) < 0) {
         /* the poll timeout wakes it anyway */
     }
@@ -646,9 +647,9 @@ static void *dlm_thread(void *arg)
         };
         bool stop;
 
-        pthread_mutex_lock(&be->ls->mu);
+        clr_mutex_lock(&be->ls->mu);
         stop = be->stop;
-        pthread_mutex_unlock(&be->ls->mu);
+        clr_mutex_unlock(&be->ls->mu);
         if (stop)
             break;
         if (be->cpg_ok)
@@ -680,9 +681,9 @@ static void be_destroy(struct dlm_be *be)
     uint64_t one = 1;
 
     if (be->running) {
-        pthread_mutex_lock(&be->ls->mu);
+        clr_mutex_lock(&be->ls->mu);
         be->stop = true;
-        pthread_mutex_unlock(&be->ls->mu);
+        clr_mutex_unlock(&be->ls->mu);
         if (write(be->wake_fd, &one, sizeof(one)) < 0) {
             /* the poll timeout wakes it anyway */
         }
@@ -839,9 +840,9 @@ static int dlm_backend_member_count(struct clr_ls *ls)
     struct dlm_be *be = dbe(ls);
     int n;
 
-    pthread_mutex_lock(&ls->mu);
+    clr_mutex_lock(&ls->mu);
     n = be && be->cpg_ok ? be->nmembers : 0;
-    pthread_mutex_unlock(&ls->mu);
+    clr_mutex_unlock(&ls->mu);
     return n;
 }
 

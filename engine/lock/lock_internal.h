@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/lockrank.h"
 #include "lock/lock.h"
 #include "lock/lock_table.h"
 
@@ -74,7 +75,7 @@ struct clr_cb;
 #define CLR_LS_LOCK_BUCKETS 256
 
 struct clr_ls {
-    pthread_mutex_t mu;
+    struct clr_mutex mu;
     pthread_cond_t cond; /* completions, for the sync wrappers */
     const struct clr_lock_backend_ops *ops;
     void *be; /* backend private */

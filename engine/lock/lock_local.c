@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/lockrank.h"
 #include "lock/lock_internal.h"
 
 #define LOCAL_MAX_MEMBERS 64
@@ -17,7 +18,7 @@
 struct local_table {
     struct local_table *next;
     char name[CLR_LS_NAME_MAX + 1];
-    pthread_mutex_t mu;
+    struct clr_mutex mu;
     struct clr_lt *lt;
     struct clr_ls *members[LOCAL_MAX_MEMBERS]; /* index = slot - 1 */
     /* members lost with their "node" (clr_lock_local_lose): id per slot
@@ -34,7 +35,7 @@ enum detach_how {
     DETACH_LOSE
 };
 
-static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct clr_mutex registry_mu = CLR_MUTEX_INITIALIZER(CLR_RANK_LOCAL_REGISTRY, "local registry_mu");
 static struct local_table *registry;
 
 static struct local_table *tab_of(struct clr_ls *ls)
@@ -51,9 +52,9 @@ static void local_emit(void *arg, const struct clr_lt_effect *e)
         struct clr_ls *m = t->members[i];
 
         if (m && m->member_id == e->owner) {
-            pthread_mutex_lock(&m->mu);
+            clr_mutex_lock(&m->mu);
             clr_ls_effect_locked(m, e);
-            pthread_mutex_unlock(&m->mu);
+            clr_mutex_unlock(&m->mu);
             return;
         }
     }
@@ -65,9 +66,9 @@ static void event_all(struct local_table *t, struct clr_ls *except, const struct
         struct clr_ls *m = t->members[i];
 
         if (m && m != except) {
-            pthread_mutex_lock(&m->mu);
+            clr_mutex_lock(&m->mu);
             clr_ls_event_locked(m, ev);
-            pthread_mutex_unlock(&m->mu);
+            clr_mutex_unlock(&m->mu);
         }
     }
 }
@@ -78,7 +79,7 @@ static int local_open(struct clr_ls *ls, const struct clr_ls_config *cfg)
     struct clr_ls_event ev = { .type = CLR_LS_EV_PREP };
     int slot = -1;
 
-    pthread_mutex_lock(&registry_mu);
+    clr_mutex_lock(&registry_mu);
     for (t = registry; t; t = t->next)
         if (strcmp(t->name, cfg->name) == 0)
             break;
@@ -86,15 +87,15 @@ static int local_open(struct clr_ls *ls, const struct clr_ls_config *cfg)
         t = calloc(1, sizeof(*t));
         if (!t || !(t->lt = clr_lt_new())) {
             free(t);
-            pthread_mutex_unlock(&registry_mu);
+            clr_mutex_unlock(&registry_mu);
             return -ENOMEM;
         }
         strcpy(t->name, cfg->name);
-        pthread_mutex_init(&t->mu, NULL);
+        clr_mutex_init(&t->mu, CLR_RANK_LOCAL_TABLE, "local table mu");
         t->next = registry;
         registry = t;
     }
-    pthread_mutex_lock(&t->mu);
+    clr_mutex_lock(&t->mu);
     for (int i = 0; i < LOCAL_MAX_MEMBERS; i++) {
         if (!t->members[i] && !t->lost[i]) {
             slot = i;
@@ -102,8 +103,8 @@ static int local_open(struct clr_ls *ls, const struct clr_ls_config *cfg)
         }
     }
     if (slot < 0) {
-        pthread_mutex_unlock(&t->mu);
-        pthread_mutex_unlock(&registry_mu);
+        clr_mutex_unlock(&t->mu);
+        clr_mutex_unlock(&registry_mu);
         return -EUSERS;
     }
     ls->be = t;
@@ -114,8 +115,8 @@ static int local_open(struct clr_ls *ls, const struct clr_ls_config *cfg)
     t->nmembers++;
     ev.type = CLR_LS_EV_DONE;
     event_all(t, NULL, &ev);
-    pthread_mutex_unlock(&t->mu);
-    pthread_mutex_unlock(&registry_mu);
+    clr_mutex_unlock(&t->mu);
+    clr_mutex_unlock(&registry_mu);
     return 0;
 }
 
@@ -125,8 +126,8 @@ static void local_detach(struct clr_ls *ls, enum detach_how how)
     struct clr_ls_event ev = { .member = ls->member_id, .slot = ls->our_slot };
     bool failed = how != DETACH_LEAVE;
 
-    pthread_mutex_lock(&registry_mu);
-    pthread_mutex_lock(&t->mu);
+    clr_mutex_lock(&registry_mu);
+    clr_mutex_lock(&t->mu);
     t->members[ls->our_slot - 1] = NULL;
     t->nmembers--;
     if (failed) {
@@ -151,7 +152,7 @@ static void local_detach(struct clr_ls *ls, enum detach_how how)
         ev.type = CLR_LS_EV_DONE;
         event_all(t, NULL, &ev);
     }
-    pthread_mutex_unlock(&t->mu);
+    clr_mutex_unlock(&t->mu);
     if (t->nmembers == 0) {
         struct local_table **pp;
 
@@ -162,10 +163,10 @@ static void local_detach(struct clr_ls *ls, enum detach_how how)
             }
         }
         clr_lt_free(t->lt);
-        pthread_mutex_destroy(&t->mu);
+        clr_mutex_destroy(&t->mu);
         free(t);
     }
-    pthread_mutex_unlock(&registry_mu);
+    clr_mutex_unlock(&registry_mu);
     ls->be = NULL;
 }
 
@@ -180,9 +181,9 @@ static int local_die(struct clr_ls *ls, enum detach_how how)
     if (ls->ops != &clr_lock_backend_local || !ls->be)
         return -EINVAL;
     local_detach(ls, how);
-    pthread_mutex_lock(&ls->mu);
+    clr_mutex_lock(&ls->mu);
     clr_ls_fail_all_locked(ls, -ENOLCK);
-    pthread_mutex_unlock(&ls->mu);
+    clr_mutex_unlock(&ls->mu);
     return 0;
 }
 
@@ -205,12 +206,12 @@ static int local_confirm_dead(struct clr_ls *ls, uint64_t member)
 
     if (!t)
         return -ENOLCK;
-    pthread_mutex_lock(&t->mu);
+    clr_mutex_lock(&t->mu);
     for (i = 0; i < LOCAL_MAX_MEMBERS; i++)
         if (member && t->lost[i] == member)
             break;
     if (i == LOCAL_MAX_MEMBERS) {
-        pthread_mutex_unlock(&t->mu);
+        clr_mutex_unlock(&t->mu);
         return -ENOENT;
     }
     t->lost[i] = 0;
@@ -222,7 +223,7 @@ static int local_confirm_dead(struct clr_ls *ls, uint64_t member)
         ev.type = CLR_LS_EV_DONE;
         event_all(t, NULL, &ev);
     }
-    pthread_mutex_unlock(&t->mu);
+    clr_mutex_unlock(&t->mu);
     return 0;
 }
 
@@ -241,16 +242,16 @@ static int local_request(struct clr_ls *ls, struct clr_lock *lk, int mode, unsig
 
     if (!t)
         return -ENOLCK;
-    pthread_mutex_lock(&t->mu);
+    clr_mutex_lock(&t->mu);
     if (!attached_locked(t, ls)) {
-        pthread_mutex_unlock(&t->mu);
+        clr_mutex_unlock(&t->mu);
         return -ENOLCK;
     }
     if (lk->grmode == CLR_LOCK_IV)
         clr_lt_request(t->lt, ls->member_id, lk->lkid, lk->name, lk->namelen, mode, flags, local_emit, t);
     else
         clr_lt_convert(t->lt, ls->member_id, lk->lkid, mode, flags, lk->lvb, local_emit, t);
-    pthread_mutex_unlock(&t->mu);
+    clr_mutex_unlock(&t->mu);
     return 0;
 }
 
@@ -260,13 +261,13 @@ static int local_unlock(struct clr_ls *ls, struct clr_lock *lk, unsigned flags)
 
     if (!t)
         return -ENOLCK;
-    pthread_mutex_lock(&t->mu);
+    clr_mutex_lock(&t->mu);
     if (!attached_locked(t, ls)) {
-        pthread_mutex_unlock(&t->mu);
+        clr_mutex_unlock(&t->mu);
         return -ENOLCK;
     }
     clr_lt_unlock(t->lt, ls->member_id, lk->lkid, flags, lk->lvb, local_emit, t);
-    pthread_mutex_unlock(&t->mu);
+    clr_mutex_unlock(&t->mu);
     return 0;
 }
 
@@ -277,13 +278,13 @@ static int local_cancel(struct clr_ls *ls, struct clr_lock *lk)
 
     if (!t)
         return -ENOLCK;
-    pthread_mutex_lock(&t->mu);
+    clr_mutex_lock(&t->mu);
     if (!attached_locked(t, ls)) {
-        pthread_mutex_unlock(&t->mu);
+        clr_mutex_unlock(&t->mu);
         return -ENOLCK;
     }
     rc = clr_lt_cancel(t->lt, ls->member_id, lk->lkid, local_emit, t);
-    pthread_mutex_unlock(&t->mu);
+    clr_mutex_unlock(&t->mu);
     return rc == -EBUSY ? 0 : rc;
 }
 
@@ -292,14 +293,14 @@ static int local_member_count(struct clr_ls *ls)
     struct local_table *t;
     int n = 0;
 
-    pthread_mutex_lock(&registry_mu);
+    clr_mutex_lock(&registry_mu);
     t = tab_of(ls);
     if (t) {
-        pthread_mutex_lock(&t->mu);
+        clr_mutex_lock(&t->mu);
         n = t->nmembers;
-        pthread_mutex_unlock(&t->mu);
+        clr_mutex_unlock(&t->mu);
     }
-    pthread_mutex_unlock(&registry_mu);
+    clr_mutex_unlock(&registry_mu);
     return n;
 }
 

@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "common/lockrank.h"
 #include "lock/bcast.c"
 
 static int on_msg(void *arg, const struct clr_bcast_msg *m)
@@ -58,9 +59,9 @@ static bool wanted(struct clr_bcast *b)
 {
     bool w;
 
-    pthread_mutex_lock(&b->mu);
+    clr_mutex_lock(&b->mu);
     w = b->token_wanted;
-    pthread_mutex_unlock(&b->mu);
+    clr_mutex_unlock(&b->mu);
     return w;
 }
 
@@ -83,7 +84,7 @@ static void test_token_given_after_busy_sender(void **state)
     assert_true(a->token_held);
     assert_int_equal(clr_lock_mode(a->token), CLR_LOCK_EX);
     /* a's sender is past its token_wanted check, not yet done */
-    pthread_mutex_lock(&a->send_mu);
+    clr_mutex_lock(&a->send_mu);
     s.b = b;
     assert_int_equal(pthread_create(&th, NULL, send_one, &s), 0);
     /* b's token request BASTs a; a's receiver finds send_mu busy */
@@ -93,7 +94,7 @@ static void test_token_given_after_busy_sender(void **state)
     assert_true(wanted(a));
     usleep(100000);
     assert_int_equal(clr_lock_mode(a->token), CLR_LOCK_EX);
-    pthread_mutex_unlock(&a->send_mu);
+    clr_mutex_unlock(&a->send_mu);
     /* a's receiver gives the token up now, not at b's timeout */
     t0 = clr_lock_now_ms();
     assert_int_equal(pthread_join(th, NULL), 0);

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "common/lockrank.h"
 #include "lock/lock.h"
 #include "lock/lock_internal.h"
 
@@ -235,9 +236,9 @@ static void wait_dispatched(struct clr_ls *ls)
     for (int i = 0; i < 5000; i++) {
         bool done;
 
-        pthread_mutex_lock(&ls->mu);
+        clr_mutex_lock(&ls->mu);
         done = ls->dispatched_seq == ls->cb_seq;
-        pthread_mutex_unlock(&ls->mu);
+        clr_mutex_unlock(&ls->mu);
         if (done)
             return;
         usleep(1000);

@@ -1,4 +1,4 @@
-/* Unit tests of the lock-rank checks (engine/array/lockrank.h): locks
+/* Unit tests of the lock-rank checks (engine/common/lockrank.h): locks
  * taken in rank order pass; a lower or equal rank taken while holding a
  * higher one aborts the process (checked in a child). */
 #include <setjmp.h>
@@ -11,9 +11,9 @@
 
 #include <cmocka.h>
 
-#include "array/lockrank.h"
+#include "common/lockrank.h"
 
-static struct arr_mutex lo, mid, hi;
+static struct clr_mutex lo, mid, hi;
 
 static int in_child(void (*fn)(void))
 {
@@ -31,35 +31,35 @@ static int in_child(void (*fn)(void))
 
 static void in_order(void)
 {
-    arr_mutex_lock(&lo);
-    arr_mutex_lock(&mid);
-    arr_mutex_lock(&hi);
-    arr_mutex_unlock(&mid); /* any release order */
-    arr_mutex_unlock(&hi);
-    arr_mutex_unlock(&lo);
+    clr_mutex_lock(&lo);
+    clr_mutex_lock(&mid);
+    clr_mutex_lock(&hi);
+    clr_mutex_unlock(&mid); /* any release order */
+    clr_mutex_unlock(&hi);
+    clr_mutex_unlock(&lo);
 }
 
 static void inverted(void)
 {
-    arr_mutex_lock(&hi);
-    arr_mutex_lock(&lo);
+    clr_mutex_lock(&hi);
+    clr_mutex_lock(&lo);
 }
 
 static void twice(void)
 {
-    arr_mutex_lock(&mid);
-    arr_mutex_lock(&mid);
+    clr_mutex_lock(&mid);
+    clr_mutex_lock(&mid);
 }
 
 static void range_under_array_lock(void)
 {
-    arr_mutex_lock(&hi); /* rank of a->lock */
-    ARR_RANK_ACQUIRE(ARR_RANK_RANGE, "range lock");
+    clr_mutex_lock(&hi); /* rank of a->lock */
+    CLR_RANK_ACQUIRE(CLR_RANK_RANGE, "range lock");
 }
 
 static void release_unheld(void)
 {
-    ARR_RANK_RELEASE(ARR_RANK_RANGE, "range lock");
+    CLR_RANK_RELEASE(CLR_RANK_RANGE, "range lock");
 }
 
 static void test_in_order_passes(void **s)
@@ -67,7 +67,7 @@ static void test_in_order_passes(void **s)
     (void)s;
     assert_int_equal(in_child(in_order), 0);
     in_order();
-    assert_false(arr_rank_held(ARR_RANK_ARRAY));
+    assert_false(clr_rank_held(CLR_RANK_ARRAY));
 }
 
 static void test_violations_abort(void **s)
@@ -82,10 +82,10 @@ static void test_violations_abort(void **s)
 static void test_trylock_is_recorded(void **s)
 {
     (void)s;
-    assert_int_equal(arr_mutex_trylock(&hi), 0);
-    assert_true(arr_rank_held(ARR_RANK_ARRAY));
-    arr_mutex_unlock(&hi);
-    assert_false(arr_rank_held(ARR_RANK_ARRAY));
+    assert_int_equal(clr_mutex_trylock(&hi), 0);
+    assert_true(clr_rank_held(CLR_RANK_ARRAY));
+    clr_mutex_unlock(&hi);
+    assert_false(clr_rank_held(CLR_RANK_ARRAY));
 }
 
 int main(void)
@@ -96,8 +96,8 @@ int main(void)
         cmocka_unit_test(test_trylock_is_recorded),
     };
 
-    arr_mutex_init(&lo, ARR_RANK_MGMT, "lo");
-    arr_mutex_init(&mid, ARR_RANK_META, "mid");
-    arr_mutex_init(&hi, ARR_RANK_ARRAY, "hi");
+    clr_mutex_init(&lo, CLR_RANK_MGMT, "lo");
+    clr_mutex_init(&mid, CLR_RANK_META, "mid");
+    clr_mutex_init(&hi, CLR_RANK_ARRAY, "hi");
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
