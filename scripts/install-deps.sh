@@ -17,7 +17,7 @@ PKGS="
  clang clang-format libclang-rt-14-dev libfuzzer-14-dev valgrind shellcheck
  libcmocka-dev libblkid-dev libjson-c-dev liburing-dev libisal-dev
  libxml2-dev libxml2-utils uuid-runtime
- corosync libcpg-dev libquorum-dev libcmap-dev libcorosync-common-dev libqb-dev
+ corosync libcpg-dev libquorum-dev libcorosync-common-dev libqb-dev
  libdlm-dev pacemaker pacemaker-dev pacemaker-cli-utils pcs crmsh
  resource-agents fence-agents
  nbdkit nbdkit-plugin-dev libnbd-dev libnbd-bin nbd-client

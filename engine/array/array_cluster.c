@@ -1920,8 +1920,12 @@ static void cl_wait(struct clr_array *a, uint64_t gen, unsigned ms)
         return;
     deadline(&ts, ms);
     clr_mutex_lock(&cl->mu);
-    while (cl->gen == gen && !cl->stop && rc == 0)
-        rc = clr_cond_timedwait(&cl->cond, &cl->mu, &ts);
+    while (cl->gen == gen && !cl->stop && rc == 0) {
+        if (ms)
+            rc = clr_cond_timedwait(&cl->cond, &cl->mu, &ts);
+        else
+            clr_cond_wait(&cl->cond, &cl->mu);
+    }
     clr_mutex_unlock(&cl->mu);
 }
 
@@ -2108,6 +2112,8 @@ static void cl_status(struct clr_array *a, json_object *o, uint64_t *lock_ops, u
      * still held), so a test can tell that no write completed inside it */
     json_object_object_add(c, "writes_held", json_object_new_boolean(st.lost != 0));
     json_object_object_add(c, "unconfirmed", json_object_new_int(__builtin_popcountll(st.lost)));
+    /* client writes waiting now for a hold to lift or a window to move */
+    json_object_object_add(c, "writes_waiting", json_object_new_int64((int64_t)atomic_load(&a->adm_waiting)));
     if (hold0) {
         x = json_object_new_object();
         json_object_object_add(x, "start_ms", json_object_new_int64(hold0));

@@ -235,6 +235,8 @@ struct clr_array {
 
     atomic_uint_fast64_t rr; /* read balancing */
     atomic_uint_fast64_t n_reads, n_writes, n_bm_flushes;
+    atomic_uint adm_waiting; /* client writes waiting at admission (a
+                              * remote window or a write hold) */
     atomic_uint_fast64_t last_client_ns;
     /* client writes issuing legs, in two epochs (under lock): a drain
      * waits for the writes in flight at its start, never for a gap */
@@ -330,6 +332,7 @@ static inline uint64_t arr_dev_off(const struct arr_member *m, uint64_t dsec)
 struct arr_cluster_ops {
     /* data path: a generation to wait on for window/hold changes */
     uint64_t (*gen)(struct clr_array *a);
+    /* until the generation is no longer @gen, a stop, or @ms (0: no limit) */
     void (*wait)(struct clr_array *a, uint64_t gen, unsigned ms);
     /* wakes every wait() (the array is stopping) */
     void (*kick)(struct clr_array *a);

@@ -108,25 +108,41 @@ int clr_array_pread(struct clr_array *a, void *buf, uint32_t count, uint64_t off
     return rc;
 }
 
+static bool stopping(struct clr_array *a)
+{
+    bool stop;
+
+    clr_mutex_lock(&a->lock);
+    stop = a->stopping;
+    clr_mutex_unlock(&a->lock);
+    return stop;
+}
+
 /* Takes the range [ss, ss+sn) for a client write.  Cluster: the write is
  * in flight from then on (a remote drain waits for it); one that falls
- * into a remote resync window backs off until the window moves.
+ * into a remote resync window or a write hold backs off until the window
+ * moves or the hold lifts.  The wait has no time limit: every change of
+ * the window or the hold bumps the cluster generation (cluster/mdc.c calls
+ * changed() under its mutex after the change), and a stop sets
+ * a->stopping before it bumps it.  With the generation read first, a
+ * change or a stop after that read ends the wait, and one before it is
+ * seen by the checks that follow the read.
  * @return 0 with the range held, -ESHUTDOWN (not held) when stopping. */
 static int admit(struct clr_array *a, struct arr_range *r, uint64_t ss, uint64_t sn)
 {
     clr_arr_rl_lock(&a->rl, r, ss, sn);
     while (a->cl) {
         uint64_t g = arr_cl_gen(a);
-        bool stop;
 
         if (!arr_cl_write_blocked(a, ss, ss + sn))
             break;
         clr_arr_rl_unlock(&a->rl, r);
-        arr_cl_wait(a, g, 100);
-        clr_mutex_lock(&a->lock);
-        stop = a->stopping;
-        clr_mutex_unlock(&a->lock);
-        if (stop)
+        if (stopping(a))
+            return -ESHUTDOWN;
+        atomic_fetch_add(&a->adm_waiting, 1);
+        arr_cl_wait(a, g, 0);
+        atomic_fetch_sub(&a->adm_waiting, 1);
+        if (stopping(a))
             return -ESHUTDOWN;
         clr_arr_rl_lock(&a->rl, r, ss, sn);
     }

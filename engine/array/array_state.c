@@ -285,6 +285,7 @@ void clr_arr_status_no_cluster(struct clr_array *a, json_object *o)
     json_object_object_add(c, "read_balancing_restored_ms", NULL);
     json_object_object_add(c, "writes_held", json_object_new_boolean(false));
     json_object_object_add(c, "unconfirmed", json_object_new_int(0));
+    json_object_object_add(c, "writes_waiting", json_object_new_int(0));
     json_object_object_add(c, "write_hold", NULL);
     json_object_object_add(c, "messages_sent", json_object_new_int(0));
     json_object_object_add(c, "messages_received", json_object_new_int(0));

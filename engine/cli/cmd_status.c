@@ -115,8 +115,9 @@ static void print_human(const char *name, json_object *st)
 
             if (held && json_object_get_boolean(held))
                 printf("      cluster: WRITES HELD: %" PRId64
-                       " member(s) lost with their node, waiting for the fencer\n",
-                       jint(st, "cluster.unconfirmed"));
+                       " member(s) lost with their node, waiting for the fencer; %" PRId64
+                       " write(s) waiting\n",
+                       jint(st, "cluster.unconfirmed"), jint(st, "cluster.writes_waiting"));
             else if (h0 > 0 && h1 >= h0)
                 printf("      cluster: last write hold (lost node until fenced): %" PRId64 " ms\n", h1 - h0);
         }

@@ -569,7 +569,7 @@ static void test_lost_node_holds_writes(void **s)
     z.off = 1 << 20;
     pthread_create(&tw, NULL, bg_write_main, &w);
     pthread_create(&tz, NULL, bg_write_main, &z);
-    usleep(400000);
+    WAIT_FOR(st_int(b, "cluster.writes_waiting") == 2, 5000);
     assert_int_equal(atomic_load(&w.done), 0);
     assert_int_equal(atomic_load(&z.done), 0);
     /* reads go on, and see what a acknowledged */
@@ -610,6 +610,40 @@ static void test_lost_node_holds_writes(void **s)
     free(buf);
     free(wb);
     free(rd);
+    rmfiles(&t);
+}
+
+/* A stop ends writes held at admission: they wait with no time limit,
+ * so only the stop's kick can end them; they fail, never complete. */
+static void test_stop_ends_held_writes(void **s)
+{
+    struct clr_array *a, *b;
+    struct bg_write w = { 0 };
+    uint8_t *wb = aligned_alloc(4096, 65536);
+    uint64_t member = 0;
+    pthread_t tw;
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    assert_int_equal(clr_array_crash_lost(a, &member), 0);
+    clr_array_free(a);
+    WAIT_FOR(st_bool(b, "cluster.writes_held"), 5000);
+    memset(wb, 0x53, 65536);
+    w.a = b;
+    w.buf = wb;
+    w.off = 2 << 20;
+    pthread_create(&tw, NULL, bg_write_main, &w);
+    WAIT_FOR(st_int(b, "cluster.writes_waiting") == 1, 5000);
+    assert_int_equal(atomic_load(&w.done), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    pthread_join(tw, NULL);
+    assert_int_equal(w.rc, -ESHUTDOWN);
+    clr_array_free(b);
+    free(wb);
     rmfiles(&t);
 }
 
@@ -1759,6 +1793,7 @@ int main(void)
         cmocka_unit_test(test_device_failure),
         cmocka_unit_test(test_takeover),
         cmocka_unit_test(test_lost_node_holds_writes),
+        cmocka_unit_test(test_stop_ends_held_writes),
         cmocka_unit_test(test_rejoin_after_crash),
         cmocka_unit_test(test_window_holds_write),
         cmocka_unit_test(test_fail_remove_readd),
