@@ -1,7 +1,9 @@
 #!/bin/bash
 # Engine benchmark: clraid RAID1/5/6 served by nbdkit, side by side with
 # the raw member file, nbdkit's memory and file plugins (the NBD transport
-# ceiling) and qemu-storage-daemon's quorum mirror, all driven by fio's nbd
+# ceiling), a two-file mirror with no engine behind it (twin-file: the
+# ceiling of any mirror served by nbdkit) and qemu-storage-daemon's quorum
+# mirror, all driven by fio's nbd
 # engine in one run.  Prints tables of IOPS/bandwidth, ratios against
 # nbdkit-memory, server CPU seconds per GB moved, and PASS/FAIL per target.
 # Not part of `make check`; see tests/bench/README.md.
@@ -58,6 +60,8 @@ if [ -z "${CLRAID_NBDKIT_PLUGIN:-}" ] && [ -f .libs/nbdkit-clraid-plugin.so ]; t
     export CLRAID_NBDKIT_PLUGIN
 fi
 HZ=$(getconf CLK_TCK)
+# the twin-file baseline (tests/bench/nbdkit_twinfile.c), built by make
+TWIN_PLUGIN=$(pwd)/tests/bench/.libs/nbdkit-twinfile-plugin.so
 
 die() { echo "engine.sh: $*" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || die "run as root"
@@ -453,6 +457,13 @@ for dir in $BENCH_DIRS; do
     truncate -s $WS "$d/plain"
     bench_nbdkit "nbdkit-file@$tag" file "$d/plain"
     rm -f "$d/plain"
+    if [ -f "$TWIN_PLUGIN" ]; then
+        truncate -s $WS "$d/twin0" "$d/twin1"
+        bench_nbdkit "twin-file@$tag" "$TWIN_PLUGIN" file0="$d/twin0" file1="$d/twin1"
+        rm -f "$d/twin0" "$d/twin1"
+    else
+        add_row "twin-file@$tag"; ROW_NOTE[twin-file@$tag]="not built: $TWIN_PLUGIN (run make)"
+    fi
     bench_quorum "qsd-quorum@$tag" "$d"
     bench_clraid "clraid-raid1@$tag" "$d" 1 2 "" ""
     bench_clraid "clraid-raid5@$tag" "$d" 5 5 "" ""
@@ -623,6 +634,17 @@ target() {
     verdicts+=("$line")
 }
 
+# ceiling HEAD TAG ROW JOB: not a target, the context of one: what the
+# barest mirror served by nbdkit (twin-file) reaches against nbdkit-memory,
+# and the RAID1 row's share of it.
+ceiling() {
+    local head=$1 tag=$2 r=$3 job=$4 t
+    t=$(ratio "$(val "twin-file@$tag" "$job")" "$(val nbdkit-memory "$job")")
+    [ -n "$t" ] || return 0
+    verdicts+=("$(printf '%-62s %.2fx; RAID1 is %.2fx of it' "  (ceiling, $head: twin-file vs nbdkit-memory [$tag])" \
+        "$t" "$(ratio "$(val "$r" "$job")" "$(val "twin-file@$tag" "$job")")")")
+}
+
 # target_max LABEL VALUE MAX: PASS if VALUE <= MAX (lower is better).
 target_max() {
     local label=$1 v=$2 max=$3 line
@@ -739,6 +761,9 @@ cluster_table() {
             "$(ratio "$(val "$r1" rw4k_q32)" "$(val "$q" rw4k_q32)")" 3
         target "RAID1 1M seq write vs nbdkit-memory [$tag]" \
             "$(ratio "$(val "$r1" sw1M)" "$(val nbdkit-memory sw1M)")" 0.7
+        for job in rw4k_q32 sw1M; do
+            ceiling "${JOB_HEAD[$job]}" "$tag" "$r1" "$job"
+        done
         target "RAID6 1M seq write (full stripes) vs nbdkit-memory [$tag]" \
             "$(ratio "$(val "$r6" sw1M)" "$(val nbdkit-memory sw1M)")" 0.6
         target "RAID1 1M seq read vs nbdkit-memory [$tag]" \

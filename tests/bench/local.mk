@@ -1,0 +1,7 @@
+# tests/bench: benchmark helpers built with the tree (tests/bench/README.md).
+# nbdkit-twinfile-plugin.so: the twin-file baseline row of engine.sh, a
+# two-file mirror with no engine behind it.
+noinst_LTLIBRARIES += tests/bench/nbdkit-twinfile-plugin.la
+tests_bench_nbdkit_twinfile_plugin_la_SOURCES = tests/bench/nbdkit_twinfile.c
+tests_bench_nbdkit_twinfile_plugin_la_CFLAGS = $(AM_CFLAGS) $(NBDKIT_CFLAGS)
+tests_bench_nbdkit_twinfile_plugin_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
