@@ -74,7 +74,7 @@ pcs_ resource create "clraid-$ARRAY" ocf:clraid:clraid \
 	name="$ARRAY" devices="$DEVICES" lock=cpg binary="$CLRAID_BIN" \
 	${CLRAID_PLUGIN:+plugin="$CLRAID_PLUGIN"} \
 	${FS_NBD:+nbd_device="$FS_NBD"} ${FS_NBD:+nbd_connections="$NBD_CONNECTIONS"} \
-	on_disk_error=fail-disk on_last_device=fence \
+	path_failure_action=fence last_device_action=freeze \
 	op start timeout=90s \
 	op stop timeout=120s on-fail=fence \
 	op monitor interval=10s timeout=30s on-fail=fence \

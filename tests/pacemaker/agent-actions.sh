@@ -57,8 +57,14 @@ OCF_RESKEY_run_dir=run expect_rc 6 "a relative run_dir" validate-all
 OCF_RESKEY_export=tcp expect_rc 6 "export=tcp (reserved)" validate-all
 OCF_RESKEY_export="fc" expect_rc 6 "export=fc" validate-all
 OCF_RESKEY_tcp_port=0 expect_rc 6 "tcp_port=0" validate-all
-OCF_RESKEY_on_disk_error=panic expect_rc 6 "on_disk_error=panic" validate-all
-OCF_RESKEY_on_last_device=retry expect_rc 6 "on_last_device=retry" validate-all
+OCF_RESKEY_path_failure_action=panic expect_rc 6 "path_failure_action=panic" validate-all
+expect_reason "Invalid policy: path_failure_action=panic: use fence, fail-disk or ignore"
+OCF_RESKEY_last_device_action=retry expect_rc 6 "last_device_action=retry" validate-all
+OCF_RESKEY_confirm_timeout=soon expect_rc 6 "confirm_timeout=soon" validate-all
+expect_reason "Invalid policy: confirm_timeout=soon: give a time such as 15s, 500ms, 2m or 1h"
+OCF_RESKEY_io_timeout=0 expect_rc 6 "io_timeout=0" validate-all
+OCF_RESKEY_error_threshold=-1 expect_rc 6 "error_threshold=-1" validate-all
+OCF_RESKEY_freeze_timeout=5m OCF_RESKEY_fence_action=off expect_rc 0 "freeze_timeout=5m fence_action=off" validate-all
 OCF_RESKEY_read_check_kib=0 expect_rc 6 "read_check_kib=0" validate-all
 OCF_RESKEY_allow_stonith_disabled=maybe expect_rc 6 "allow_stonith_disabled=maybe" validate-all
 OCF_RESKEY_CRM_meta_clone_max=2 expect_rc 6 "lock=local in a clone of 2" validate-all
@@ -218,8 +224,8 @@ expect_reason "Array r1 has failed (failed devices: ${DEVS##* })"
 rm -f "$RUN/r1.fake-status"
 
 expect_rc 0 "notify" notify
-OCF_RESKEY_on_last_device=error expect_rc 0 "reload-agent" reload-agent
-OCF_RESKEY_on_last_device=bogus expect_rc 6 "reload-agent with a bad value" reload-agent
+OCF_RESKEY_last_device_action=error expect_rc 0 "reload-agent" reload-agent
+OCF_RESKEY_last_device_action=bogus expect_rc 6 "reload-agent with a bad value" reload-agent
 
 kill -KILL "$PID"
 wait_until 30 gone "$PID" || fail "pid $PID survived kill -9"

@@ -43,7 +43,8 @@ for d in 0 10 20; do
 	grep -q "<action name=\"monitor\".*depth=\"$d\"" "$MD" || fail "no monitor at depth $d"
 done
 grep -q '<parameter name="name" unique-group="name" required="1">' "$MD" || fail "name not required and unique"
-for p in on_disk_error on_last_device; do
+for p in path_failure_action last_device_action fence_action freeze_timeout confirm_timeout \
+	probe_timeout io_timeout error_threshold error_window max_read_errors; do
 	grep -q "<parameter name=\"$p\" reloadable=\"1\">" "$MD" || fail "$p not reloadable"
 done
 echo "ok: DOCTYPE, OCF 1.1, actions, monitor depths 0/10/20, required+unique name, reloadable policies"

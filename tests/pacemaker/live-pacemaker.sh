@@ -8,7 +8,8 @@
 # pcs creates ocf:clraid:clraid as a clone (clone-max=1, lock=local); it
 # starts; crm_mon -1 -A shows the array attributes; a failed member shows
 # as degraded while the resource stays started; crm_resource --force-check
-# passes at depths 0, 10 and 20; disable/enable cycles stop and start the
+# passes at depths 0, 10 and 20; clraid-policyd watches the CIB and logs a
+# policy change made with pcs; disable/enable cycles stop and start the
 # engine and clear/set the attributes; a killed engine is recovered.
 #
 # The engine is the real clraid (CLRAID_LIVE_ENGINE=real, the default when
@@ -166,6 +167,26 @@ wait_for "crm_mon -A: sync idle" 10 mon_attr 'clraid-live-sync[[:space:]]*: idle
 crm_mon -1 -A >"$S/mon.out"
 wait_for "#health-clraid-live green" 10 health green
 sed -n '/Node Attributes/,/^$/p' "$S/mon.out"
+
+# --- clraid-policyd watches this CIB -------------------------------------
+# It logs the facts when it starts, and a line for each change: here a
+# policy change made with pcs (a reload, no restart).
+if [ -x "$top_builddir/clraid-policyd" ]; then
+	"$top_builddir/clraid-policyd" 2>"$S/policyd.log" &
+	PD_PID=$!
+	cleanup_fn "kill $PD_PID 2>/dev/null"
+	pd_line() { grep -q -- "$1" "$S/policyd.log"; }
+	wait_for "clraid-policyd: watching, quorum, n1 a member" 20 pd_line \
+		'watching the CIB: {"have_quorum":true,.*{"name":"n1","id":"[^"]*","in_ccm":true,"online":true,"member":true'
+	pcs resource update arr last_device_action=error freeze_timeout=90s >"$S/pcs.out" 2>&1 ||
+		{ cat "$S/pcs.out"; fail "pcs resource update (policy)"; }
+	wait_for "clraid-policyd: the policy change logged" 20 pd_line \
+		'resource arr (array live): policy {"path_failure_action":"fence","last_device_action":"error","fence_action":"reboot","freeze_timeout_ms":90000,'
+	grep 'resource arr' "$S/policyd.log" | tail -n 1
+	kill "$PD_PID"
+	wait "$PD_PID" 2>/dev/null || true
+	grep -q 'stopping' "$S/policyd.log" || { cat "$S/policyd.log"; fail "clraid-policyd did not stop on SIGTERM"; }
+fi
 
 for l in 0 10 20; do
 	crm_resource -r arr --force-check="$l" >"$S/check.out" 2>&1 ||

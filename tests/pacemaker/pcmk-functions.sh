@@ -23,6 +23,16 @@ RNG_OCF11="$top_srcdir/tests/pacemaker/ra-api-1.1.rng"
 OCF_RA_DIR=/usr/lib/ocf/resource.d
 export OCF_ROOT=/usr/lib/ocf
 export CLRAID_REAL="$CLRAID"
+# clraid-policyd checks the agent's policy parameters.  The agent looks for
+# it next to its clraid binary, then in PATH: the fake clraid has none next
+# to it, so the build tree's goes into PATH (alone, through a folder of its
+# own: the build tree's clraid must not shadow anything).
+if [ -x "$top_builddir/clraid-policyd" ]; then
+	mkdir -p "$TESTDIR/policyd-bin"
+	ln -sf "$top_builddir/clraid-policyd" "$TESTDIR/policyd-bin/clraid-policyd"
+	PATH="$TESTDIR/policyd-bin:$PATH"
+	export PATH
+fi
 # The engine's nbdkit plugin, from the build tree unless given.
 if [ -z "${CLRAID_NBDKIT_PLUGIN:-}" ] && [ -r "$top_builddir/.libs/nbdkit-clraid-plugin.so" ]; then
 	CLRAID_NBDKIT_PLUGIN="$top_builddir/.libs/nbdkit-clraid-plugin.so"

@@ -40,7 +40,7 @@ rejects() { # WHAT PATTERN ARGS...
 }
 
 accepts "valid parameters (--agent-validation)" resource create a1 ocf:clraid:clraid \
-	name=r1 devices="$DEVS" lock=cpg on_disk_error=fence-node on_last_device=error "$P" "$PL" \
+	name=r1 devices="$DEVS" lock=cpg path_failure_action=fail-disk last_device_action=error freeze_timeout=2m "$P" "$PL" \
 	--agent-validation op monitor interval=10s op monitor interval=30s OCF_CHECK_LEVEL=10
 rejects "an unknown parameter" "invalid resource option 'disks'" \
 	resource create a2 ocf:clraid:clraid name=r2 disks="$DEVS" "$P"
@@ -50,8 +50,8 @@ rejects "a name used twice" "is not unique" \
 	resource create a4 ocf:clraid:clraid name=r1 devices="$DEVS" "$P"
 rejects "lock=zk (--agent-validation)" "Invalid lock 'zk'" \
 	resource create a5 ocf:clraid:clraid name=r5 devices="$DEVS" lock=zk "$P" --agent-validation
-rejects "on_last_device=retry (--agent-validation)" "Invalid on_last_device" \
-	resource create a6 ocf:clraid:clraid name=r6 devices="$DEVS" on_last_device=retry "$P" --agent-validation
+rejects "last_device_action=retry (--agent-validation)" "Invalid policy: last_device_action=retry" \
+	resource create a6 ocf:clraid:clraid name=r6 devices="$DEVS" last_device_action=retry "$P" --agent-validation
 rejects "devices and array_uuid (--agent-validation)" "Set either devices or array_uuid" \
 	resource create a7 ocf:clraid:clraid name=r7 devices="$DEVS" "$P" --agent-validation \
 	array_uuid=4bfc5095:fa0f4432:4e6cc2e4:aac0ded3
@@ -60,7 +60,7 @@ rejects "a missing member (--agent-validation)" "does not exist on this node" \
 R5=$(make_array r9 5 3 --nodes=4 --home-cluster=c)
 rejects "RAID5 with lock=cpg (--agent-validation: the engine's dry run)" "clustered RAID5/6 needs the stripe-lock protocol" \
 	resource create a9 ocf:clraid:clraid name=r9 devices="$R5" lock=cpg "$P" "$PL" --agent-validation
-accepts "a reloadable policy change" resource update a1 on_last_device=fence
+accepts "a reloadable policy change" resource update a1 last_device_action=freeze
 [ "$(grep -c 'type="clraid"' cib.xml)" -eq 1 ] || fail "rejected resources reached the CIB"
 
 crm_resource --validate --class ocf --provider clraid --agent clraid \
