@@ -1034,7 +1034,10 @@ static void spare_l(int level, uint32_t layout, unsigned nd, bool hot)
             fprintf(stderr, "not clean at start: %s\n", json_object_to_json_string(o));
             json_object_put(o);
             wait_idle(a);
-            status_str(a, "state", s, sizeof s);
+            /* then the bitmap daemon clears the resynced bits (its
+             * period is 100 ms here): poll for clean, 10 s at most */
+            for (int i = 0; i < 1000 && strcmp(status_str(a, "state", s, sizeof s), "clean") != 0; i++)
+                usleep(10000);
         }
         assert_string_equal(s, "clean");
         verify_all(a, shadow, size);
