@@ -2,6 +2,8 @@
 #include <config.h>
 
 #include <pthread.h>
+#include <stdio.h>
+#include <string.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -255,6 +257,11 @@ struct worker {
     int id;
     int errors;
     char *bufs; /* WINDOW blocks */
+    /* the first failure, for the message: a pass's error, or a block
+     * that read back wrong */
+    int first_err;
+    const char *first_pass;
+    long first_bad_block;
 };
 
 /* Block b belongs to thread b % NTHREADS; visit them in a scrambled order. */
@@ -301,14 +308,20 @@ static void worker_pass(struct worker *w, bool write)
             if (ret < 0)
                 clr_io_wg_done(&wg, ret);
         }
-        if (clr_io_wg_wait(&wg) < 0)
-            w->errors++;
+        {
+            int err = clr_io_wg_wait(&wg);
+
+            if (err < 0 && w->errors++ == 0) {
+                w->first_err = err;
+                w->first_pass = write ? "write" : "read";
+            }
+        }
         if (!write) {
             for (unsigned k = 0; k < WINDOW && base + k < per; k++) {
                 unsigned b = worker_block(w->id, base + k);
 
-                if (!io_test_pattern_ok(w->bufs + (size_t)k * BLK, BLK, b))
-                    w->errors++;
+                if (!io_test_pattern_ok(w->bufs + (size_t)k * BLK, BLK, b) && w->errors++ == 0)
+                    w->first_bad_block = (long)b;
             }
         }
     }
@@ -329,12 +342,17 @@ static void run_workers(struct clr_io_dev *dev)
     struct worker w[NTHREADS];
 
     for (int i = 0; i < NTHREADS; i++) {
-        w[i] = (struct worker){ .dev = dev, .id = i };
+        w[i] = (struct worker){ .dev = dev, .id = i, .first_bad_block = -1 };
         assert_int_equal(clr_io_alloc((void **)&w[i].bufs, (size_t)WINDOW * BLK), 0);
         assert_int_equal(pthread_create(&t[i], NULL, worker_main, &w[i]), 0);
     }
     for (int i = 0; i < NTHREADS; i++) {
         pthread_join(t[i], NULL);
+        if (w[i].errors)
+            fprintf(stderr, "worker %d: %d errors; first: %s%s%s, first bad block %ld (-1: none)\n", i,
+                    w[i].errors, w[i].first_pass ? w[i].first_pass : "no pass failed",
+                    w[i].first_pass ? " pass failed: " : "", w[i].first_pass ? strerror(-w[i].first_err) : "",
+                    w[i].first_bad_block);
         assert_int_equal(w[i].errors, 0);
         clr_io_free(w[i].bufs);
     }
