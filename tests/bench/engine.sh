@@ -60,8 +60,10 @@ if [ -z "${CLRAID_NBDKIT_PLUGIN:-}" ] && [ -f .libs/nbdkit-clraid-plugin.so ]; t
     export CLRAID_NBDKIT_PLUGIN
 fi
 HZ=$(getconf CLK_TCK)
-# the twin-file baseline (tests/bench/nbdkit_twinfile.c), built by make
+# the twin-file and rmw6-file baselines (tests/bench/nbdkit_twinfile.c,
+# nbdkit_rmw6file.c), built by make
 TWIN_PLUGIN=$(pwd)/tests/bench/.libs/nbdkit-twinfile-plugin.so
+RMW6_PLUGIN=$(pwd)/tests/bench/.libs/nbdkit-rmw6file-plugin.so
 
 die() { echo "engine.sh: $*" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || die "run as root"
@@ -468,6 +470,16 @@ for dir in $BENCH_DIRS; do
     bench_clraid "clraid-raid1@$tag" "$d" 1 2 "" ""
     bench_clraid "clraid-raid5@$tag" "$d" 5 5 "" ""
     bench_clraid "clraid-raid6@$tag" "$d" 6 6 "" ""
+    # RAID6's small-write ceiling: 4k randwrite only (its 1M write is four
+    # read-modify-writes, not a full stripe)
+    if [ -f "$RMW6_PLUGIN" ]; then
+        saved=("${JOBS[@]}"); JOBS=(rw4k_q32)
+        for i in 0 1 2 3 4 5; do truncate -s $((WS / 4 + 1048576)) "$d/rmw$i"; done
+        bench_nbdkit "rmw6-file@$tag" "$RMW6_PLUGIN" \
+            file0="$d/rmw0" file1="$d/rmw1" file2="$d/rmw2" file3="$d/rmw3" file4="$d/rmw4" file5="$d/rmw5"
+        rm -f "$d"/rmw?
+        JOBS=("${saved[@]}")
+    fi
     if [ -n "$nobitmap_create$nobitmap_start" ]; then
         saved=("${JOBS[@]}"); JOBS=(rw4k_q1 rw4k_q32)
         bench_clraid "clraid-raid1-nobitmap@$tag" "$d" 1 2 "$nobitmap_create" "$nobitmap_start"
@@ -634,15 +646,16 @@ target() {
     verdicts+=("$line")
 }
 
-# ceiling HEAD TAG ROW JOB: not a target, the context of one: what the
-# barest mirror served by nbdkit (twin-file) reaches against nbdkit-memory,
-# and the RAID1 row's share of it.
+# ceiling HEAD TAG ROW JOB [BASE LEVEL]: not a target, the context of
+# one: what the barest server of that kind (twin-file: a mirror;
+# rmw6-file: RAID6's read-modify-write) reaches against nbdkit-memory, and
+# the clraid row's share of it.
 ceiling() {
-    local head=$1 tag=$2 r=$3 job=$4 t
-    t=$(ratio "$(val "twin-file@$tag" "$job")" "$(val nbdkit-memory "$job")")
+    local head=$1 tag=$2 r=$3 job=$4 base=${5:-twin-file} level=${6:-RAID1} t
+    t=$(ratio "$(val "$base@$tag" "$job")" "$(val nbdkit-memory "$job")")
     [ -n "$t" ] || return 0
-    verdicts+=("$(printf '%-62s %.2fx; RAID1 is %.2fx of it' "  (ceiling, $head: twin-file vs nbdkit-memory [$tag])" \
-        "$t" "$(ratio "$(val "$r" "$job")" "$(val "twin-file@$tag" "$job")")")")
+    verdicts+=("$(printf '%-62s %.2fx; %s is %.2fx of it' "  (ceiling, $head: $base vs nbdkit-memory [$tag])" \
+        "$t" "$level" "$(ratio "$(val "$r" "$job")" "$(val "$base@$tag" "$job")")")")
 }
 
 # target_max LABEL VALUE MAX: PASS if VALUE <= MAX (lower is better).
@@ -772,6 +785,7 @@ cluster_table() {
             "$(ratio "$(val "clraid-raid5@$tag" rw4k_q32)" "$(val nbdkit-memory rw4k_q32)")" 0.35
         target "RAID6 4k randwrite qd32 (read-modify-write) vs nbdkit-memory [$tag]" \
             "$(ratio "$(val "$r6" rw4k_q32)" "$(val nbdkit-memory rw4k_q32)")" 0.35
+        ceiling "${JOB_HEAD[rw4k_q32]}" "$tag" "$r6" rw4k_q32 rmw6-file "RAID6"
         for job in sw1M sr1M; do
             target_max "RAID1 CPU s/GB, ${JOB_HEAD[$job]%% MB/s} vs nbdkit-file [$tag]" \
                 "$(ratio "$(cpu_gb "$r1" $job)" "$(cpu_gb "nbdkit-file@$tag" $job)")" 2
