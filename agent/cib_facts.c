@@ -220,7 +220,7 @@ static const char *nvpair(xmlXPathContextPtr c, xmlNodePtr at, const char *expr,
 
 static void read_nodes(xmlXPathContextPtr c, xmlNodePtr root, struct clr_cib_facts *f)
 {
-    xmlXPathObjectPtr o = xp(c, root, "/cib/configuration/nodes/node");
+    xmlXPathObjectPtr o = xp(c, root, "configuration/nodes/node");
 
     for (int i = 0; i < count(o); i++) {
         xmlNodePtr n = o->nodesetval->nodeTab[i];
@@ -241,7 +241,7 @@ static void read_nodes(xmlXPathContextPtr c, xmlNodePtr root, struct clr_cib_fac
         cn->maintenance = pcmk_true(nvpair(c, n, "instance_attributes/nvpair", "maintenance"));
     }
     xmlXPathFreeObject(o);
-    o = xp(c, root, "/cib/status/node_state");
+    o = xp(c, root, "status/node_state");
     for (int i = 0; i < count(o); i++) {
         xmlNodePtr n = o->nodesetval->nodeTab[i];
         const char *id = attr(n, "id");
@@ -299,13 +299,45 @@ static void read_array(xmlXPathContextPtr c, xmlNodePtr p, struct clr_cib_facts 
         clr_policy_settings_default(&a->settings);
 }
 
-int clr_cib_facts_parse(const char *xml, size_t len, struct clr_cib_facts *out, char *err, size_t errlen)
+int clr_cib_facts_read(xmlNodePtr root, struct clr_cib_facts *out, char *err, size_t errlen)
 {
-    xmlDocPtr doc;
-    xmlNodePtr root;
     xmlXPathContextPtr c;
     xmlXPathObjectPtr o;
     const char *v;
+
+    memset(out, 0, sizeof(*out));
+    if (!root || root->type != XML_ELEMENT_NODE || xmlStrcmp(root->name, (const xmlChar *)"cib")) {
+        say(err, errlen, "not a CIB: the root element is <%s>, not <cib>",
+            root && root->name ? (const char *)root->name : "");
+        return -EINVAL;
+    }
+    /* every path below is relative to <cib>: @root need not be its
+     * document's root element */
+    c = xmlXPathNewContext(root->doc);
+    if (!c) {
+        say(err, errlen, "out of memory reading the CIB");
+        return -ENOMEM;
+    }
+    out->have_quorum = pcmk_true(attr(root, "have-quorum"));
+    copy(out->dc_uuid, sizeof(out->dc_uuid), attr(root, "dc-uuid"));
+    v = nvpair(c, root, "configuration/crm_config/cluster_property_set/nvpair", "stonith-enabled");
+    out->stonith_enabled = !v || pcmk_true(v);
+    o = xp(c, root, "configuration/resources//primitive[@class='stonith']");
+    out->fence_devices = (unsigned)count(o);
+    xmlXPathFreeObject(o);
+    read_nodes(c, root, out);
+    o = xp(c, root, "configuration/resources//primitive[@class='ocf'][@provider='clraid'][@type='clraid']");
+    for (int i = 0; i < count(o); i++)
+        read_array(c, o->nodesetval->nodeTab[i], out);
+    xmlXPathFreeObject(o);
+    xmlXPathFreeContext(c);
+    return 0;
+}
+
+int clr_cib_facts_parse(const char *xml, size_t len, struct clr_cib_facts *out, char *err, size_t errlen)
+{
+    xmlDocPtr doc;
+    int rc;
 
     memset(out, 0, sizeof(*out));
     if (!xml || len > (size_t)INT32_MAX) {
@@ -318,35 +350,9 @@ int clr_cib_facts_parse(const char *xml, size_t len, struct clr_cib_facts *out, 
         say(err, errlen, "the CIB is not well-formed XML");
         return -EINVAL;
     }
-    root = xmlDocGetRootElement(doc);
-    if (!root || xmlStrcmp(root->name, (const xmlChar *)"cib")) {
-        say(err, errlen, "not a CIB: the root element is <%s>, not <cib>",
-            root && root->name ? (const char *)root->name : "");
-        xmlFreeDoc(doc);
-        return -EINVAL;
-    }
-    c = xmlXPathNewContext(doc);
-    if (!c) {
-        xmlFreeDoc(doc);
-        say(err, errlen, "out of memory reading the CIB");
-        return -ENOMEM;
-    }
-    out->have_quorum = pcmk_true(attr(root, "have-quorum"));
-    copy(out->dc_uuid, sizeof(out->dc_uuid), attr(root, "dc-uuid"));
-    v = nvpair(c, root, "/cib/configuration/crm_config/cluster_property_set/nvpair", "stonith-enabled");
-    out->stonith_enabled = !v || pcmk_true(v);
-    o = xp(c, root, "/cib/configuration/resources//primitive[@class='stonith']");
-    out->fence_devices = (unsigned)count(o);
-    xmlXPathFreeObject(o);
-    read_nodes(c, root, out);
-    o = xp(c, root,
-           "/cib/configuration/resources//primitive[@class='ocf'][@provider='clraid'][@type='clraid']");
-    for (int i = 0; i < count(o); i++)
-        read_array(c, o->nodesetval->nodeTab[i], out);
-    xmlXPathFreeObject(o);
-    xmlXPathFreeContext(c);
+    rc = clr_cib_facts_read(xmlDocGetRootElement(doc), out, err, errlen);
     xmlFreeDoc(doc);
-    return 0;
+    return rc;
 }
 
 const struct clr_cib_node *clr_cib_node_find(const struct clr_cib_facts *f, const char *name)

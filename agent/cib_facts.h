@@ -3,8 +3,8 @@
  * §3.3).  The daemon (agent/policyd.c) reads the CIB through libcib, on
  * start and on every change, and hands the XML here: the nodes and which
  * are up, quorum, the DC, whether fencing is on and has devices, and every
- * ocf:clraid:clraid resource with its policy settings.  Pure: XML text in,
- * facts out; no libcib, no I/O.
+ * ocf:clraid:clraid resource with its policy settings.  Pure: XML (text
+ * or libxml2 tree) in, facts out; no libcib, no I/O.
  */
 #ifndef CLRAID_AGENT_CIB_FACTS_H
 #define CLRAID_AGENT_CIB_FACTS_H
@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <libxml/tree.h>
 
 #include "agent/policy.h"
 
@@ -60,6 +62,13 @@ struct clr_cib_facts {
  * the CIB: they are reported in that resource's `error`.
  */
 int clr_cib_facts_parse(const char *xml, size_t len, struct clr_cib_facts *out, char *err, size_t errlen);
+
+/**
+ * The same from a parsed <cib> element (the daemon's libcib copy: no
+ * text round trip on every change).  @return 0, or -EINVAL if @root is
+ * not a <cib> element.
+ */
+int clr_cib_facts_read(xmlNodePtr root, struct clr_cib_facts *out, char *err, size_t errlen);
 
 /**
  * Parses one policy parameter into @s (the names of the OCF agent's

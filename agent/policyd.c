@@ -195,14 +195,9 @@ static void log_changes(const struct clr_cib_facts *o, const struct clr_cib_fact
 
 static int read_facts(void)
 {
-    char *xml = dump_xml_unformatted(current);
     char err[CLR_CIB_ERR_MAX];
-    int rc;
+    int rc = clr_cib_facts_read(current, &facts, err, sizeof(err));
 
-    if (!xml)
-        return -ENOMEM;
-    rc = clr_cib_facts_parse(xml, strlen(xml), &facts, err, sizeof(err));
-    free(xml);
     if (rc < 0)
         syslog(LOG_ERR, "cannot read the CIB: %s", err);
     return rc;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <libxml/parser.h>
 
 #include "agent/cib_facts.h"
 
@@ -159,6 +160,29 @@ static void test_not_a_cib(void **s)
     assert_int_equal(parse(""), -EINVAL);
 }
 
+/* From a tree: the <cib> element need not be its document's root (the
+ * daemon hands over libcib's copy as it is). */
+static void test_read_tree(void **s)
+{
+    static const char wrapped[] = "<reply><cib have-quorum=\"1\"><configuration>" NODES3
+                                  "</configuration><status><node_state id=\"3\" uname=\"n3\" in_ccm=\"true\" "
+                                  "crmd=\"online\" join=\"member\"/></status></cib></reply>";
+    xmlDocPtr doc = xmlReadMemory(wrapped, (int)strlen(wrapped), "w.xml", NULL, 0);
+    xmlNodePtr cib;
+
+    (void)s;
+    assert_non_null(doc);
+    cib = xmlDocGetRootElement(doc)->children;
+    assert_int_equal(clr_cib_facts_read(xmlDocGetRootElement(doc), &f, err, sizeof(err)), -EINVAL);
+    assert_string_equal(err, "not a CIB: the root element is <reply>, not <cib>");
+    assert_int_equal(clr_cib_facts_read(cib, &f, err, sizeof(err)), 0);
+    assert_true(f.have_quorum);
+    assert_int_equal(f.n_nodes, 3);
+    assert_true(f.node[2].member);
+    assert_false(f.node[0].member);
+    xmlFreeDoc(doc);
+}
+
 static void test_policy_param(void **s)
 {
     struct clr_pol_settings st;
@@ -184,7 +208,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_three_nodes),      cmocka_unit_test(test_timestamp_states),
         cmocka_unit_test(test_stonith_disabled), cmocka_unit_test(test_bad_settings),
-        cmocka_unit_test(test_not_a_cib),        cmocka_unit_test(test_policy_param),
+        cmocka_unit_test(test_not_a_cib),        cmocka_unit_test(test_read_tree),
+        cmocka_unit_test(test_policy_param),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
