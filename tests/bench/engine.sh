@@ -2,7 +2,8 @@
 # Engine benchmark: clraid RAID1/5/6 served by nbdkit, side by side with
 # the raw member file, nbdkit's memory and file plugins (the NBD transport
 # ceiling), a two-file mirror with no engine behind it (twin-file: the
-# ceiling of any mirror served by nbdkit) and qemu-storage-daemon's quorum
+# ceiling of any mirror served by nbdkit), RAID6's read-modify-write alone
+# over six files (rmw6-file, its ceiling) and qemu-storage-daemon's quorum
 # mirror, all driven by fio's nbd
 # engine in one run.  Prints tables of IOPS/bandwidth, ratios against
 # nbdkit-memory, server CPU seconds per GB moved, and PASS/FAIL per target.

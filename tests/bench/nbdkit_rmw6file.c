@@ -25,53 +25,29 @@
 #include <isa-l/erasure_code.h>
 #include <nbdkit-plugin.h>
 
+#include "nbdkit_files.h"
+
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 #define NDATA        4
 #define NFILES       (NDATA + 2)
 #define CHUNK        (256u * 1024)
 
-static char *path[NFILES];
-static int fd[NFILES] = { -1, -1, -1, -1, -1, -1 };
+static struct bench_files files = { "rmw6file", NFILES, { NULL }, { -1, -1, -1, -1, -1, -1 } };
 static __thread uint8_t *scratch; /* old data, P, Q: CHUNK each */
 
 static int rmw_config(const char *key, const char *value)
 {
-    int i = -1;
-
-    if (strlen(key) == 5 && !strncmp(key, "file", 4) && key[4] >= '0' && key[4] < '0' + NFILES)
-        i = key[4] - '0';
-    if (i < 0) {
-        nbdkit_error("rmw6file: unknown parameter %s (give file0= to file5=)", key);
-        return -1;
-    }
-    free(path[i]);
-    path[i] = nbdkit_realpath(value);
-    return path[i] ? 0 : -1;
+    return bench_files_config(&files, key, value);
 }
 
 static int rmw_get_ready(void)
 {
-    for (int i = 0; i < NFILES; i++) {
-        if (!path[i]) {
-            nbdkit_error("rmw6file: file%d= is required", i);
-            return -1;
-        }
-        fd[i] = open(path[i], O_RDWR | O_CLOEXEC);
-        if (fd[i] < 0) {
-            nbdkit_error("rmw6file: %s: %m", path[i]);
-            return -1;
-        }
-    }
-    return 0;
+    return bench_files_open(&files);
 }
 
 static void rmw_unload(void)
 {
-    for (int i = 0; i < NFILES; i++) {
-        if (fd[i] >= 0)
-            close(fd[i]);
-        free(path[i]);
-    }
+    bench_files_close(&files);
 }
 
 static void *rmw_open(int readonly)
@@ -85,29 +61,11 @@ static int64_t rmw_get_size(void *h)
     struct stat st;
 
     (void)h;
-    if (fstat(fd[0], &st) < 0) {
+    if (fstat(files.fd[0], &st) < 0) {
         nbdkit_error("rmw6file: fstat: %m");
         return -1;
     }
     return (st.st_size / CHUNK) * CHUNK * NDATA;
-}
-
-static int full_io(int f, void *buf, uint32_t count, uint64_t off, int wr)
-{
-    while (count > 0) {
-        ssize_t r = wr ? pwrite(f, buf, count, (off_t)off) : pread(f, buf, count, (off_t)off);
-
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            nbdkit_error("rmw6file: %s: %m", wr ? "pwrite" : "pread");
-            return -1;
-        }
-        buf = (char *)buf + r;
-        count -= (uint32_t)r;
-        off += (uint64_t)r;
-    }
-    return 0;
 }
 
 /* The data file and its offset for logical byte @off. */
@@ -130,7 +88,7 @@ static int rmw_pread(void *h, void *buf, uint32_t count, uint64_t off, uint32_t 
 
         if (n > count)
             n = count;
-        if (full_io(fd[f], buf, n, d, 0) < 0)
+        if (bench_full_io(&files, f, buf, n, d, 0) < 0)
             return -1;
         buf = (char *)buf + n;
         count -= n;
@@ -157,16 +115,16 @@ static int rmw_pwrite(void *h, const void *buf, uint32_t count, uint64_t off, ui
 
         if (n > count)
             n = count;
-        if (full_io(fd[f], old, n, d, 0) < 0 || full_io(fd[NDATA], p, n, d, 0) < 0 ||
-            full_io(fd[NDATA + 1], q, n, d, 0) < 0)
+        if (bench_full_io(&files, f, old, n, d, 0) < 0 || bench_full_io(&files, NDATA, p, n, d, 0) < 0 ||
+            bench_full_io(&files, NDATA + 1, q, n, d, 0) < 0)
             return -1;
         for (uint32_t i = 0; i < n; i++)
             p[i] ^= old[i] ^ nw[i];
         ec_init_tables(1, 1, &c, tbl);
         gf_vect_mad((int)n, 1, 0, tbl, old, q);
         gf_vect_mad((int)n, 1, 0, tbl, (unsigned char *)nw, q);
-        if (full_io(fd[f], (void *)nw, n, d, 1) < 0 || full_io(fd[NDATA], p, n, d, 1) < 0 ||
-            full_io(fd[NDATA + 1], q, n, d, 1) < 0)
+        if (bench_full_io(&files, f, (void *)nw, n, d, 1) < 0 ||
+            bench_full_io(&files, NDATA, p, n, d, 1) < 0 || bench_full_io(&files, NDATA + 1, q, n, d, 1) < 0)
             return -1;
         buf = (const char *)buf + n;
         count -= n;

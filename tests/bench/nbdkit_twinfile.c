@@ -20,47 +20,25 @@
 
 #include <nbdkit-plugin.h>
 
+#include "nbdkit_files.h"
+
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 
-static char *path[2];
-static int fd[2] = { -1, -1 };
+static struct bench_files files = { "twinfile", 2, { NULL }, { -1, -1 } };
 
 static int twin_config(const char *key, const char *value)
 {
-    int i = strcmp(key, "file0") == 0 ? 0 : strcmp(key, "file1") == 0 ? 1 : -1;
-
-    if (i < 0) {
-        nbdkit_error("twinfile: unknown parameter %s (give file0= and file1=)", key);
-        return -1;
-    }
-    free(path[i]);
-    path[i] = nbdkit_realpath(value);
-    return path[i] ? 0 : -1;
+    return bench_files_config(&files, key, value);
 }
 
 static int twin_get_ready(void)
 {
-    for (int i = 0; i < 2; i++) {
-        if (!path[i]) {
-            nbdkit_error("twinfile: file%d= is required", i);
-            return -1;
-        }
-        fd[i] = open(path[i], O_RDWR | O_CLOEXEC);
-        if (fd[i] < 0) {
-            nbdkit_error("twinfile: %s: %m", path[i]);
-            return -1;
-        }
-    }
-    return 0;
+    return bench_files_open(&files);
 }
 
 static void twin_unload(void)
 {
-    for (int i = 0; i < 2; i++) {
-        if (fd[i] >= 0)
-            close(fd[i]);
-        free(path[i]);
-    }
+    bench_files_close(&files);
 }
 
 static void *twin_open(int readonly)
@@ -74,45 +52,27 @@ static int64_t twin_get_size(void *h)
     struct stat st;
 
     (void)h;
-    if (fstat(fd[0], &st) < 0) {
+    if (fstat(files.fd[0], &st) < 0) {
         nbdkit_error("twinfile: fstat: %m");
         return -1;
     }
     return st.st_size;
 }
 
-static int full_io(int f, void *buf, uint32_t count, uint64_t off, int wr)
-{
-    while (count > 0) {
-        ssize_t r = wr ? pwrite(f, buf, count, (off_t)off) : pread(f, buf, count, (off_t)off);
-
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            nbdkit_error("twinfile: %s: %m", wr ? "pwrite" : "pread");
-            return -1;
-        }
-        buf = (char *)buf + r;
-        count -= (uint32_t)r;
-        off += (uint64_t)r;
-    }
-    return 0;
-}
-
 static int twin_pread(void *h, void *buf, uint32_t count, uint64_t off, uint32_t flags)
 {
     (void)h;
     (void)flags;
-    return full_io(fd[0], buf, count, off, 0);
+    return bench_full_io(&files, 0, buf, count, off, 0);
 }
 
 static int twin_pwrite(void *h, const void *buf, uint32_t count, uint64_t off, uint32_t flags)
 {
     (void)h;
     (void)flags;
-    if (full_io(fd[0], (void *)buf, count, off, 1) < 0)
+    if (bench_full_io(&files, 0, (void *)buf, count, off, 1) < 0)
         return -1;
-    return full_io(fd[1], (void *)buf, count, off, 1);
+    return bench_full_io(&files, 1, (void *)buf, count, off, 1);
 }
 
 static int twin_flush(void *h, uint32_t flags)
@@ -120,7 +80,7 @@ static int twin_flush(void *h, uint32_t flags)
     (void)h;
     (void)flags;
     for (int i = 0; i < 2; i++) {
-        if (fdatasync(fd[i]) < 0) {
+        if (fdatasync(files.fd[i]) < 0) {
             nbdkit_error("twinfile: fdatasync: %m");
             return -1;
         }
