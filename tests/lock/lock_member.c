@@ -7,7 +7,8 @@
  *   counter FILE N [MARK] N x: EX (VALBLK), check LVB == file, ++, write
  *                         both, EX->NL with VALBLK; prints lvb_mismatch=;
  *                         then, once MARK.digest exists, the table digest
- *                         each time it changes, until MARK.exit exists
+ *                         each time it changes, until MARK.exit exists;
+ *                         the lock is held at NL until then
  *   hold NAME MODE        take MODE, print "granted", report BASTs, sleep
  *   yield NAME MODE N     take MODE; on each BAST drop to NL and take it
  *                         again; exit after N BASTs
@@ -183,8 +184,12 @@ static int cmd_counter(struct clr_ls *ls, const char *file, long n, const char *
         memcpy(&lv, lvb, sizeof(lv));
         if (clr_lock_sb_flags(lk) & CLR_LOCK_SB_VALNOTVALID)
             invalid++;
-        else if (lv != v)
+        else if (lv != v) {
+            /* the LVB and the disk disagree: say which iteration and both values */
+            printf("%s lvb mismatch at %ld: lvb=%ld disk=%ld t=%" PRIu64 "\n", me, i, lv, v, now_us());
+            fflush(stdout);
             mismatch++;
+        }
         v++;
         snprintf(buf, 32, "%-20ld\n", v);
         if (pwrite(fd, buf, dev ? 4096 : strlen(buf), 0) < 0)
@@ -200,12 +205,16 @@ static int cmd_counter(struct clr_ls *ls, const char *file, long n, const char *
     fflush(stdout);
     close(fd);
     free(buf);
-    clr_unlock_sync(lk, 0, TMO);
-    clr_lock_destroy(lk);
+    /* With MARK, keep the NL until the test says all are done: a resource
+     * on which nobody holds a lock forgets its LVB (the kernel DLM frees
+     * it), so a member that finished and unlocked early would hand a late
+     * starter an empty LVB. */
     if (mark) {
         wait_file(mark, ".digest");
         digests_until_exit(ls, mark);
     }
+    clr_unlock_sync(lk, 0, TMO);
+    clr_lock_destroy(lk);
     return mismatch ? 1 : 0;
 }
 

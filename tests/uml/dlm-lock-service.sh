@@ -41,8 +41,11 @@ wait_for 60 test -e "$W/$other.up" || gfail "$other did not come up"
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # ---- 1. counter: 2 processes per node, N increments each
-# all four join first (LOCK_MEMBER_GO), and none leaves before all are
-# done (the mark files): a lockspace nobody holds forgets its LVBs
+# all four join first (LOCK_MEMBER_GO), and none leaves or drops its NL on
+# the counter before all are done (the mark files): a resource nobody holds
+# a lock on forgets its LVB.  (When members unlocked as they finished, a
+# member that started late, under load, once read LVB 0 where the disk said
+# 400: the other node's two members had done all theirs and let go.)
 export LOCK_MEMBER_GO="$W/count.go"
 "$M" -b dlm -n "$NODE-c1" lsA counter "$(ubd 0)" "$N" "$W/mark" >"$W/$NODE-c1.out" 2>&1 &
 p1=$!
