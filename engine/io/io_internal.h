@@ -72,6 +72,7 @@ struct clr_io_req {
     bool delayed;     /* a delay timer is (or was) running */
     bool zero_write;  /* ZERO emulated by writes */
     uint8_t mode;     /* ZERO: zero_mode used; DISCARD: 1 if NO_HIDE_STALE */
+    bool on_stack;    /* an inline read or write's request: not freed */
     uint16_t retries; /* EINTR/EAGAIN resubmissions */
     int rw_flags;     /* RWF_DSYNC for FUA */
     int res;          /* result held while a delay runs */

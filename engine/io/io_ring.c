@@ -162,7 +162,8 @@ void clr_io_req_deliver(struct clr_io_ctx *ctx, struct clr_io_req *r, int res)
         clr_io_free(r->bounce);
     }
     r->cb(r->arg, res);
-    free(r);
+    if (!r->on_stack)
+        free(r);
     /*
      * After this decrement clr_io_close() may free @dev, so look only at
      * ctx from here. The Dekker pair (inflight here, closers there) is
@@ -735,7 +736,8 @@ static int req_submit(struct clr_io_req *r)
             clr_mutex_unlock(&ctx->lock);
         }
         clr_io_free(r->bounce);
-        free(r);
+        if (!r->on_stack)
+            free(r);
         return -ESHUTDOWN;
     }
     atomic_fetch_add(&dev->inflight, 1);
@@ -778,6 +780,10 @@ static int req_bounce(struct clr_io_req *r, const struct iovec *iov, int iovcnt,
     return 0;
 }
 
+/* Segments an inline read or write may carry with its request on the
+ * stack; more go through req_new(). */
+#define INLINE_STACK_IOVS 4
+
 static int submit_rw(struct clr_io_dev *dev, enum clr_io_op op, const struct iovec *iov, int iovcnt,
                      uint64_t off, unsigned flags, clr_io_cb cb, void *arg)
 {
@@ -798,6 +804,29 @@ static int submit_rw(struct clr_io_dev *dev, enum clr_io_op op, const struct iov
     if (len > MAX_RW_LEN || check_range(dev, len, off) < 0)
         return -EINVAL;
 
+    if (dev->info.inline_io && !unaligned && iovcnt <= INLINE_STACK_IOVS) {
+        /* Served on this thread before we return: the request can live
+         * on our stack, no allocation per member I/O. */
+        _Alignas(struct clr_io_req) unsigned char st[sizeof(struct clr_io_req) +
+                                                    INLINE_STACK_IOVS * sizeof(struct iovec)];
+
+        r = (struct clr_io_req *)st;
+        memset(r, 0, sizeof(*r));
+        atomic_init(&r->handoff, 0);
+        r->dev = dev;
+        r->op = (uint8_t)op;
+        r->cb = cb;
+        r->arg = arg;
+        r->on_stack = true;
+        r->off = off;
+        r->len = len;
+        r->rw_flags = (flags & CLR_IO_FUA) ? RWF_DSYNC : 0;
+        for (int i = 0; i < iovcnt; i++)
+            if (iov[i].iov_len) /* zero-length segments would stall the short-I/O bookkeeping */
+                r->iov[r->iovcnt++] = iov[i];
+        return req_submit(r);
+    }
+
     r = req_new(dev, op, unaligned ? iovcnt + 1 : iovcnt, cb, arg);
     if (!r)
         return -ENOMEM;
@@ -814,14 +843,11 @@ static int submit_rw(struct clr_io_dev *dev, enum clr_io_op op, const struct iov
         }
         return req_submit(r);
     }
-    memcpy(r->iov, iov, (size_t)iovcnt * sizeof(*iov));
     /* Zero-length segments would stall the short-I/O bookkeeping. */
-    for (int i = 0, j = 0; i < iovcnt; i++) {
+    r->iovcnt = 0;
+    for (int i = 0; i < iovcnt; i++)
         if (iov[i].iov_len)
-            r->iov[j++] = iov[i];
-        else
-            r->iovcnt--;
-    }
+            r->iov[r->iovcnt++] = iov[i];
     return req_submit(r);
 }
 
