@@ -312,6 +312,11 @@ void clr_arr_rb_init(struct clr_array *a);
 void clr_arr_rb_destroy(struct clr_array *a);
 int clr_arr_rb_get(struct clr_array *a, size_t len, uint8_t **bufp);
 void clr_arr_rb_put(struct clr_array *a, uint8_t *buf, size_t len);
+/* @p needs no aligned copy for member I/O (see a->mem_align) */
+static inline bool arr_mem_aligned(struct clr_array *a, const void *p)
+{
+    return ((uintptr_t)p & (atomic_load_explicit(&a->mem_align, memory_order_relaxed) - 1)) == 0;
+}
 /* A member was opened for I/O: a->mem_align covers what it needs. */
 void clr_arr_mem_align_note(struct clr_array *a, struct clr_io_dev *io);
 void clr_arr_pool_destroy(struct clr_array *a);

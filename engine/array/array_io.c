@@ -11,11 +11,6 @@
 
 #define ARR_MAX_REQ (32u << 20)
 
-/* @p needs no aligned copy for member I/O (see a->mem_align) */
-static bool aligned_ptr(struct clr_array *a, const void *p)
-{
-    return ((uintptr_t)p & (atomic_load_explicit(&a->mem_align, memory_order_relaxed) - 1)) == 0;
-}
 
 /* ---- request entry, freeze ---- */
 
@@ -96,7 +91,7 @@ int clr_array_pread(struct clr_array *a, void *buf, uint32_t count, uint64_t off
     atomic_fetch_add(&a->n_reads, 1);
     s = offset & ~(uint64_t)(a->lbs - 1);
     e = (offset + count + a->lbs - 1) & ~(uint64_t)(a->lbs - 1);
-    if (s == offset && e == offset + count && aligned_ptr(a, buf)) {
+    if (s == offset && e == offset + count && arr_mem_aligned(a, buf)) {
         rc = checked_read(a, NULL, buf, s / ARR_SECTOR, (e - s) / ARR_SECTOR, false);
     } else if ((rc = clr_arr_rb_get(a, e - s, &b)) == 0) {
         rc = checked_read(a, NULL, b, s / ARR_SECTOR, (e - s) / ARR_SECTOR, false);
@@ -232,7 +227,7 @@ static int locked_write(struct clr_array *a, const void *buf, uint64_t count, ui
         clr_arr_req_end(a, rq); /* nothing failed yet: nothing deferred */
         return -ESHUTDOWN;
     }
-    if (buf && (s != offset || e != offset + count || !aligned_ptr(a, buf))) {
+    if (buf && (s != offset || e != offset + count || !arr_mem_aligned(a, buf))) {
         rc = merge_edges(a, rq, buf, count, offset, s, e, &b);
         src = b;
     }

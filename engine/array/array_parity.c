@@ -265,17 +265,32 @@ static int parity_write_stripe(struct clr_array *a, struct arr_req *rq, const ui
         if (rc)
             goto out;
     }
-    /* new data: into scr[] for RMW (old stays in blk[]), else into blk[] */
+    /* new data: into scr[] for RMW (old stays in blk[]), else into blk[].
+     * A chunk whose rows the write covers whole is used from the client's
+     * buffer where it is (no copy) if that is aligned for the members and
+     * for the parity kernels: newd[c] points at it. */
+    uint8_t *newd[CLR_RAID_MAX_DISKS + 2];
+
     for (uint64_t c = kb; c <= ke; c++) {
         uint64_t c0 = first + c * cs, a0 = ls > c0 ? ls : c0;
         uint64_t a1 = ls + k < c0 + cs ? ls + k : c0 + cs;
+        const uint8_t *from = buf + (a0 - ls) * ARR_SECTOR;
         uint8_t *dst = rmw ? s.scr[c] : s.blk[c];
 
+        wr[c] = true;
+        if (a0 - c0 == r0 && a1 - c0 == r1 && arr_mem_aligned(a, from) &&
+            (uintptr_t)from % (rmw ? CLR_PARITY_RMW_NEW_ALIGN : CLR_PARITY_ALIGN) == 0) {
+            newd[c] = (uint8_t *)(uintptr_t)from; /* only read from, and written to members */
+            continue;
+        }
         if (rmw)
             memcpy(dst, s.blk[c], s.len);
-        memcpy(dst + (a0 - c0 - r0) * ARR_SECTOR, buf + (a0 - ls) * ARR_SECTOR, (a1 - a0) * ARR_SECTOR);
-        wr[c] = true;
+        memcpy(dst + (a0 - c0 - r0) * ARR_SECTOR, from, (a1 - a0) * ARR_SECTOR);
+        newd[c] = dst;
     }
+    if (!rmw)
+        for (uint64_t c = kb; c <= ke; c++)
+            s.blk[c] = newd[c];
     if (rmw) {
         void *oldp[CLR_RAID_MAX_DISKS], *newp[CLR_RAID_MAX_DISKS];
         uint8_t qe[CLR_RAID_MAX_DISKS];
@@ -283,7 +298,7 @@ static int parity_write_stripe(struct clr_array *a, struct arr_req *rq, const ui
 
         for (uint64_t c = kb; c <= ke; c++, nc++) {
             oldp[nc] = s.blk[c];
-            newp[nc] = s.scr[c];
+            newp[nc] = newd[c];
             qe[nc] = s.st.qexp[c];
         }
         /* RAID5 has no Q: its stripe roles carry no meaningful qexp */
@@ -291,7 +306,7 @@ static int parity_write_stripe(struct clr_array *a, struct arr_req *rq, const ui
                  ? clr_parity_rmw(nc, s.len, oldp, newp, qe, s.blk[s.st.ndata], s.blk[s.st.ndata + 1])
                  : clr_parity_rmw(nc, s.len, oldp, newp, NULL, s.blk[s.st.ndata], NULL);
         for (uint64_t c = kb; c <= ke; c++)
-            s.blk[c] = s.scr[c];
+            s.blk[c] = newd[c];
     } else {
         rc = stripe_gen(&s, s.blk[s.st.ndata], s.nb > s.st.ndata + 1 ? s.blk[s.st.ndata + 1] : NULL);
     }

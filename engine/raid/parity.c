@@ -192,8 +192,17 @@ int clr_parity_pq_check(unsigned ndata, size_t len, void *const *data, const uin
     return rc;
 }
 
+/* clr_parity_rmw()'s new data: CLR_PARITY_RMW_NEW_ALIGN is enough */
+static bool news_ok(unsigned n, void *const *b)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (!b[i] || (uintptr_t)b[i] % CLR_PARITY_RMW_NEW_ALIGN != 0)
+            return false;
+    return true;
+}
+
 /* dst ^= a ^ b, word by word (the compiler vectorises it; it is bound by
- * memory bandwidth anyway). Buffers are 64-byte aligned. */
+ * memory bandwidth anyway). @b may be only 8-byte aligned. */
 static void xor2_into(size_t len, const void *a, const void *b, void *dst)
 {
     const uint64_t *x = a, *y = b;
@@ -209,7 +218,7 @@ int clr_parity_rmw(unsigned nchanged, size_t len, void *const *olddata, void *co
     unsigned char tbl[32];
 
     if (!nchanged || nchanged > CLR_PARITY_MAX_DATA || !len_ok(len) || !bufs_ok(nchanged, olddata) ||
-        !bufs_ok(nchanged, newdata) || !buf_ok(p) || (q && !buf_ok(q)) || !qexp_ok(nchanged, qexp))
+        !news_ok(nchanged, newdata) || !buf_ok(p) || (q && !buf_ok(q)) || !qexp_ok(nchanged, qexp))
         return -EINVAL;
     for (unsigned i = 0; i < nchanged; i++) {
         xor2_into(len, olddata[i], newdata[i], p);

@@ -316,6 +316,27 @@ static void test_rmw(void **state)
         assert_int_equal(clr_parity_xor_gen(nd, 256, vp(&s), s.blk[nd]), 0);
         assert_int_equal(clr_parity_rmw(nch, 256, olds, news, NULL, s.blk[nd], NULL), 0);
         assert_int_equal(clr_parity_xor_check(nd, 256, vp(&fresh), s.blk[nd]), 0);
+        /* the new data straight from a client's buffer: 8-byte aligned is
+         * enough (the engine passes nbdkit's malloc'd buffer as it is) */
+        {
+            uint8_t *odd[8];
+            void *onews[8];
+
+            assert_int_equal(clr_parity_pq_gen(nd, 256, vp(&s), qexp, s.blk[nd], s.blk[nd + 1]), 0);
+            for (unsigned i = 0; i < nch; i++) {
+                /* the new content again, at +8, +16, ... */
+                odd[i] = malloc(256 + 64);
+                assert_non_null(odd[i]);
+                onews[i] = odd[i] + 8 * (i % 7 + 1);
+                memcpy(onews[i], news[i], 256);
+            }
+            assert_int_equal(clr_parity_rmw(nch, 256, olds, onews, exps, s.blk[nd], s.blk[nd + 1]), 0);
+            assert_int_equal(clr_parity_pq_check(nd, 256, vp(&fresh), qexp, s.blk[nd], s.blk[nd + 1]), 0);
+            onews[0] = odd[0] + 4;
+            assert_int_equal(clr_parity_rmw(nch, 256, olds, onews, exps, s.blk[nd], s.blk[nd + 1]), -EINVAL);
+            for (unsigned i = 0; i < nch; i++)
+                free(odd[i]);
+        }
         stripe_free(&s);
         stripe_free(&fresh);
     }
