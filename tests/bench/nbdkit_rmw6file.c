@@ -35,6 +35,25 @@
 static struct bench_files files = { "rmw6file", NFILES, { NULL }, { -1, -1, -1, -1, -1, -1 } };
 static __thread uint8_t *scratch; /* old data, P, Q: CHUNK each */
 
+/* p ^= a ^ b, 8 bytes at a time as the engine does (a byte loop here
+ * cost this baseline 17% of its CPU and made it no ceiling at all) */
+static void xor_into(uint8_t *p, const uint8_t *a, const uint8_t *b, uint32_t n)
+{
+    uint32_t i = 0;
+
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x, y, z;
+
+        memcpy(&x, p + i, 8);
+        memcpy(&y, a + i, 8);
+        memcpy(&z, b + i, 8);
+        x ^= y ^ z;
+        memcpy(p + i, &x, 8);
+    }
+    for (; i < n; i++)
+        p[i] ^= a[i] ^ b[i];
+}
+
 static int rmw_config(const char *key, const char *value)
 {
     return bench_files_config(&files, key, value);
@@ -118,8 +137,7 @@ static int rmw_pwrite(void *h, const void *buf, uint32_t count, uint64_t off, ui
         if (bench_full_io(&files, f, old, n, d, 0) < 0 || bench_full_io(&files, NDATA, p, n, d, 0) < 0 ||
             bench_full_io(&files, NDATA + 1, q, n, d, 0) < 0)
             return -1;
-        for (uint32_t i = 0; i < n; i++)
-            p[i] ^= old[i] ^ nw[i];
+        xor_into(p, old, nw, n);
         ec_init_tables(1, 1, &c, tbl);
         gf_vect_mad((int)n, 1, 0, tbl, old, q);
         gf_vect_mad((int)n, 1, 0, tbl, (unsigned char *)nw, q);
