@@ -11,7 +11,6 @@
 
 #define ARR_MAX_REQ (32u << 20)
 
-
 /* ---- request entry, freeze ---- */
 
 static int req_enter(struct clr_array *a)

@@ -807,8 +807,8 @@ static int submit_rw(struct clr_io_dev *dev, enum clr_io_op op, const struct iov
     if (dev->info.inline_io && !unaligned && iovcnt <= INLINE_STACK_IOVS) {
         /* Served on this thread before we return: the request can live
          * on our stack, no allocation per member I/O. */
-        _Alignas(struct clr_io_req) unsigned char st[sizeof(struct clr_io_req) +
-                                                    INLINE_STACK_IOVS * sizeof(struct iovec)];
+        _Alignas(struct clr_io_req) unsigned char
+            st[sizeof(struct clr_io_req) + INLINE_STACK_IOVS * sizeof(struct iovec)];
 
         r = (struct clr_io_req *)st;
         memset(r, 0, sizeof(*r));

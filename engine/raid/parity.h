@@ -19,11 +19,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CLR_PARITY_ALIGN        64
+#define CLR_PARITY_ALIGN 64
 /** clr_parity_rmw()'s new data may be less aligned: its kernels (a word
  * XOR and ISA-L's gf_vect_mad, built with unaligned loads) need 8 bytes. */
 #define CLR_PARITY_RMW_NEW_ALIGN 8
-#define CLR_PARITY_LEN_MULTIPLE 64
+#define CLR_PARITY_LEN_MULTIPLE  64
 /** Most data blocks in one stripe (RAID6 needs distinct g^i, i < 255). */
 #define CLR_PARITY_MAX_DATA 253
 
