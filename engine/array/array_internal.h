@@ -68,6 +68,11 @@ struct arr_member {
                                      * began (0: none): an older or equal
                                      * superblock's FAULTY predates it */
     struct clr_io_dev *io;
+    /* I/O errors it returned here (each failed leg), by the policy's errno class
+     * (agent/policy.h): media, path, reservation conflict; under a->lock */
+    uint32_t io_errors[3];
+    int last_errno;        /* positive; 0: none yet */
+    int64_t last_error_ms; /* wall clock */
 };
 
 enum arr_action {
@@ -284,7 +289,15 @@ void clr_arr_rl_unlock(struct arr_rlock *rl, struct arr_range *r);
 
 /* ---- array_super.c ---- */
 int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean);
+/* @err: the failed I/O's -errno (counted by class), or 0 for a failure on
+ * request (`clraid fail`) */
 int clr_arr_member_failed(struct clr_array *a, struct arr_req *rq, struct arr_member *m, int err);
+/* arr_member.io_errors[] */
+enum {
+    ARR_IOERR_MEDIA,
+    ARR_IOERR_PATH,
+    ARR_IOERR_RESV
+};
 int clr_arr_wait_thaw(struct clr_array *a);
 /* a request section: begin before taking the range lock, end after
  * releasing it; end writes and announces what failed inside (cluster) */

@@ -82,6 +82,14 @@ static const char *state_locked(struct clr_array *a)
     return "active";
 }
 
+/* "EIO", "ENODATA", ...: what the policy daemon and operators match on */
+static const char *errno_name(int e)
+{
+    const char *n = strerrorname_np(e);
+
+    return n ? n : "unknown";
+}
+
 json_object *clr_array_status_json(struct clr_array *a)
 {
     json_object *o = json_object_new_object(), *devs = json_object_new_array(), *x;
@@ -118,6 +126,14 @@ json_object *clr_array_status_json(struct clr_array *a)
         json_object_object_add(d, "io_mode", m->io ? json_object_new_string(clr_io_dev_mode(m->io)) : NULL);
         if (m->write_behind && m->state == ARR_M_FAULTY)
             json_object_object_add(d, "write_behind", json_object_new_boolean(true));
+        x = json_object_new_object();
+        json_object_object_add(x, "media", json_object_new_int64(m->io_errors[ARR_IOERR_MEDIA]));
+        json_object_object_add(x, "path", json_object_new_int64(m->io_errors[ARR_IOERR_PATH]));
+        json_object_object_add(x, "reservation", json_object_new_int64(m->io_errors[ARR_IOERR_RESV]));
+        json_object_object_add(x, "last_errno",
+                               m->last_errno ? json_object_new_string(errno_name(m->last_errno)) : NULL);
+        json_object_object_add(x, "last_ms", m->last_errno ? json_object_new_int64(m->last_error_ms) : NULL);
+        json_object_object_add(d, "io_errors", x);
         json_object_array_add(devs, d);
     }
     json_object_object_add(o, "devices", devs);
@@ -201,7 +217,7 @@ static int mgmt_fail_device(struct clr_array *a, const char *path, struct clr_er
     clr_mutex_unlock(&a->lock);
     if (rc)
         return rc;
-    rc = clr_arr_member_failed(a, NULL, m, -EIO);
+    rc = clr_arr_member_failed(a, NULL, m, 0);
     return rc ? clr_err_set(
                     e, -EIO,
                     "%s: marked faulty here, but the failure could not be recorded and announced: array frozen",

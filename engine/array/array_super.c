@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "array/array_internal.h"
+#include "../../agent/policy.h"
 
 void clr_arr_req_begin(struct clr_array *a, struct arr_req *rq)
 {
@@ -114,27 +115,51 @@ int clr_arr_behind_failed(struct clr_array *a, struct arr_req *rq, struct arr_me
     return behind_barrier(a, &m, 1) ? -EAGAIN : 0;
 }
 
+/* Counts I/O error @err (negative) on @m by its class; a->lock held. */
+static void note_io_error_locked(struct arr_member *m, int err)
+{
+    switch (clr_policy_errno_class(err)) {
+    case CLR_POL_ERR_MEDIA:
+        m->io_errors[ARR_IOERR_MEDIA]++;
+        break;
+    case CLR_POL_ERR_RESV:
+        m->io_errors[ARR_IOERR_RESV]++;
+        break;
+    default:
+        m->io_errors[ARR_IOERR_PATH]++;
+        break;
+    }
+    m->last_errno = -err;
+    m->last_error_ms = clr_arr_wall_ms();
+}
+
 int clr_arr_member_failed(struct clr_array *a, struct arr_req *rq, struct arr_member *m, int err)
 {
     bool was, ok;
     uint64_t gen;
+    char why[96];
 
+    if (err)
+        snprintf(why, sizeof why, "I/O error (%s)", strerror(-err));
+    else
+        snprintf(why, sizeof why, "failed on request");
     clr_mutex_lock(&a->lock);
+    if (err)
+        note_io_error_locked(m, err);
     was = m->state == ARR_M_FAULTY;
     ok = clr_arr_mark_faulty_locked(a, m);
     if (!ok) {
         if (!a->frozen)
             clr_arr_log(
                 a, LOG_CRIT,
-                "%s: I/O error (%s) on the last copy: array frozen; 'clraid thaw %s --error' fails the blocked I/O",
-                m->path, strerror(-err), a->name);
+                "%s: %s on the last copy: array frozen; 'clraid thaw %s --error' fails the blocked I/O",
+                m->path, why, a->name);
         a->frozen = true;
         clr_mutex_unlock(&a->lock);
         return -EAGAIN;
     }
     if (!was && m->state == ARR_M_FAULTY)
-        clr_arr_log(a, LOG_ERR, "%s: I/O error (%s): member marked faulty, array runs degraded", m->path,
-                    strerror(-err));
+        clr_arr_log(a, LOG_ERR, "%s: %s: member marked faulty, array runs degraded", m->path, why);
     gen = m->faulty_gen;
     clr_mutex_unlock(&a->lock);
     clr_arr_bm_set_degraded(a);

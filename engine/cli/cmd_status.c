@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -89,6 +90,23 @@ static void print_human(const char *name, json_object *st)
         printf("]  %s = %.1f%% (%" PRId64 "/%" PRId64 " KiB) finish=%.1fmin speed=%" PRId64 "K/sec\n",
                jstr(st, "sync_action", "?"), pct, pos / 1024, total / 1024,
                (double)jint(prog, "eta_s") / 60.0, jint(prog, "rate_kib_s"));
+    }
+    for (size_t i = 0; i < ndev; i++) {
+        json_object *d = json_object_array_get_idx(devs, i);
+        const char *path = jstr(d, "path", "?"), *base = strrchr(path, '/');
+        int64_t md = jint(d, "io_errors.media"), pa = jint(d, "io_errors.path");
+        int64_t rs = jint(d, "io_errors.reservation"), ms = jint(d, "io_errors.last_ms");
+        time_t t = (time_t)(ms / 1000);
+        struct tm tm;
+        char when[32] = "?";
+
+        if (md + pa + rs == 0)
+            continue;
+        if (localtime_r(&t, &tm))
+            strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+        printf("      %s: %" PRId64 " I/O error(s) here (media %" PRId64 ", path %" PRId64
+               ", reservation %" PRId64 "), last %s at %s\n",
+               base ? base + 1 : path, md + pa + rs, md, pa, rs, jstr(d, "io_errors.last_errno", "?"), when);
     }
     if (clr_json_path(st, "frozen") && !json_object_is_type(clr_json_path(st, "frozen"), json_type_null))
         printf("      FROZEN: %" PRId64 " requests blocked; 'clraid thaw %s --error' fails them with EIO\n",

@@ -595,7 +595,21 @@ static void test_fail_raid6(void **s)
 
 /* ---- read errors: served from another copy or reconstructed ---- */
 
-static void read_error(int level, unsigned nd, unsigned nfail)
+/* status devices[i].io_errors.<cls> */
+static int64_t dev_io_errors(struct clr_array *a, unsigned i, const char *cls)
+{
+    json_object *o = clr_array_status_json(a), *devs, *ioe, *v;
+    int64_t n;
+
+    assert_true(json_object_object_get_ex(o, "devices", &devs));
+    assert_true(json_object_object_get_ex(json_object_array_get_idx(devs, i), "io_errors", &ioe));
+    assert_true(json_object_object_get_ex(ioe, cls, &v));
+    n = json_object_get_int64(v);
+    json_object_put(o);
+    return n;
+}
+
+static void read_error(int level, unsigned nd, unsigned nfail, int err)
 {
     struct tarr t;
     struct clr_array *a;
@@ -610,15 +624,43 @@ static void read_error(int level, unsigned nd, unsigned nfail)
     random_io(a, shadow, size, 40);
     for (unsigned f = 0; f < nfail; f++)
         assert_int_equal(
-            clr_io_fault_fail_range(clr_array_member_io(a, t.path[f]), CLR_IO_FAULT_READ, 0, 0, EIO), 0);
+            clr_io_fault_fail_range(clr_array_member_io(a, t.path[f]), CLR_IO_FAULT_READ, 0, 0, err), 0);
     verify_all(a, shadow, size);
     o = clr_array_status_json(a);
     assert_true(json_object_object_get_ex(o, "devices", &devs));
     for (unsigned f = 0; f < nfail; f++) {
         json_object *st;
 
-        assert_true(json_object_object_get_ex(json_object_array_get_idx(devs, f), "state", &st));
+        json_object *d = json_object_array_get_idx(devs, f), *ioe, *v;
+        bool media = err == ENODATA;
+
+        assert_true(json_object_object_get_ex(d, "state", &st));
         assert_string_equal(json_object_get_string(st), "faulty");
+        /* the error that failed it, by class, for the policy daemon */
+        assert_true(json_object_object_get_ex(d, "io_errors", &ioe));
+        /* every failed leg counts (a read across stripes fails several
+         * before the member is out), and only in its own class */
+        assert_true(json_object_object_get_ex(ioe, "media", &v));
+        if (media)
+            assert_true(json_object_get_int64(v) >= 1);
+        else
+            assert_int_equal(json_object_get_int64(v), 0);
+        assert_true(json_object_object_get_ex(ioe, "path", &v));
+        if (media)
+            assert_int_equal(json_object_get_int64(v), 0);
+        else
+            assert_true(json_object_get_int64(v) >= 1);
+        assert_true(json_object_object_get_ex(ioe, "last_errno", &v));
+        assert_string_equal(json_object_get_string(v), media ? "ENODATA" : "EIO");
+    }
+    for (unsigned f = nfail; f < nd; f++) {
+        json_object *ioe, *v;
+
+        assert_true(json_object_object_get_ex(json_object_array_get_idx(devs, f), "io_errors", &ioe));
+        assert_true(json_object_object_get_ex(ioe, "path", &v));
+        assert_int_equal(json_object_get_int64(v), 0);
+        assert_true(json_object_object_get_ex(ioe, "last_errno", &v));
+        assert_null(v);
     }
     json_object_put(o);
     random_io(a, shadow, size, 20); /* degraded writes */
@@ -630,19 +672,19 @@ static void read_error(int level, unsigned nd, unsigned nfail)
 
 static void test_read_error_raid1(void **s)
 {
-    read_error(1, 2, 1);
+    read_error(1, 2, 1, EIO);
 }
 static void test_read_error_raid10(void **s)
 {
-    read_error(10, 4, 1);
+    read_error(10, 4, 1, EIO);
 }
 static void test_read_error_raid5(void **s)
 {
-    read_error(5, 4, 1);
+    read_error(5, 4, 1, ENODATA);
 }
 static void test_read_error_raid6(void **s)
 {
-    read_error(6, 5, 2);
+    read_error(6, 5, 2, EIO);
 }
 
 /* ---- check counts mismatches, repair fixes them ---- */
@@ -826,6 +868,8 @@ static void test_bitmap_events_cleared(void **st)
     assert_true(b0.events_cleared == b0.events);
     /* degraded: events move on, events_cleared does not */
     assert_int_equal(clr_array_fail_device(a, t.path[1], &e), 0);
+    /* an operator's fail is no I/O error */
+    assert_int_equal(dev_io_errors(a, 1, "path") + dev_io_errors(a, 1, "media"), 0);
     assert_int_equal(clr_array_pwrite(a, buf, sizeof buf, 3 * 1048576, 0), 0);
     read_sb(t.path[0], &sb);
     disk_bsb(t.path[0], &b1);

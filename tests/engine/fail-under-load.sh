@@ -39,7 +39,8 @@ for level in 1 5 6; do
     victims="$2"
     if [ $level = 6 ]; then
         sleep 0.2
-        cli fault $name "$3" rw >/dev/null || fail "fault rw $3"
+        # a media error (ENODATA, 61) this time: counted as such
+        cli fault $name "$3" rw --errno 61 >/dev/null || fail "fault rw $3"
         victims="$2 $3"
     fi
     wait $copier || true
@@ -49,6 +50,23 @@ for level in 1 5 6; do
     for v in $victims; do
         [ "$(st $name ".devices[] | select(.path == \"$v\") | .state")" = faulty ] || fail "raid$level: $v not faulty"
     done
+    # the errors that failed them, by class (the policy daemon's input)
+    e2=$(st $name ".devices[] | select(.path == \"$2\") | .io_errors | \"\\(.path) \\(.media) \\(.last_errno)\"")
+    case "$e2" in
+    "0 "* | *" null") fail "raid$level: $2 vanished (ENODEV) but io_errors says: $e2" ;;
+    *" 0 ENODEV") ;;
+    *) fail "raid$level: $2 vanished (ENODEV): io_errors path/media/last: $e2" ;;
+    esac
+    if [ $level = 6 ]; then
+        e3=$(st $name ".devices[] | select(.path == \"$3\") | .io_errors | \"\\(.path) \\(.media) \\(.last_errno)\"")
+        case "$e3" in
+        "0 "[1-9]*" ENODATA") ;;
+        *) fail "raid$level: $3 failed with ENODATA: io_errors path/media/last: $e3" ;;
+        esac
+    fi
+    cli status $name | grep -q "$(basename "$2"): [0-9]* I/O error(s) here" ||
+        fail "raid$level: clraid status does not show $2's I/O errors: $(cli status $name)"
+    echo "raid$level: $2 failed with path/media/last: $e2${e3:+; $3: $e3}"
     [ "${READD:-0}" = 1 ] && readd
     zero_mismatches $name
     engine_stop $name
