@@ -149,6 +149,16 @@ int clr_array_zero(struct clr_array *a, uint32_t count, uint64_t offset, unsigne
  */
 json_object *clr_array_status_json(struct clr_array *a);
 
+/**
+ * The policy daemon's probe of a member from this node (doc/architecture.md
+ * §3.3): an O_DIRECT read of this node's own bitmap block on it and a FUA
+ * write of the same bytes, through the member's I/O handle (a faulty
+ * member's too).  Returns { ok, errno (null or "EIO", ...), ms }, or NULL
+ * with @e set if @path is not a member, or was removed.  The probe's own
+ * failure counts no I/O error and fails nothing.
+ */
+json_object *clr_array_probe_device(struct clr_array *a, const char *path, struct clr_err *e);
+
 /** Marks a member Faulty (as if it had failed I/O). */
 int clr_array_fail_device(struct clr_array *a, const char *path, struct clr_err *e);
 

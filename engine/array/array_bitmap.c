@@ -132,6 +132,34 @@ static int bm_flush_to_locked(struct clr_array *a, struct arr_req *rq, uint64_t 
     return a->bm_ok_gen >= gen ? 0 : -EIO;
 }
 
+/* The probe (doc/architecture.md §3.3) touches only this node's own slot:
+ * no other node writes it while this one lives, and holding the flusher
+ * role keeps our own flusher off it, so the bytes written back are the
+ * bytes on the disk.  A probe of a hung member holds the flusher role as
+ * long as it hangs; so would a flush to it, if it is in use. */
+int clr_arr_bm_probe(struct clr_array *a, struct arr_member *m)
+{
+    void *buf = NULL;
+    int rc;
+
+    if (clr_io_alloc(&buf, CLR_IO_ALIGN) != 0)
+        return -ENOMEM;
+    clr_mutex_lock(&a->bm_lock);
+    while (a->bm_flushing)
+        clr_cond_wait(&a->bm_cond, &a->bm_lock);
+    a->bm_flushing = true;
+    clr_mutex_unlock(&a->bm_lock);
+    rc = clr_io_pread(m->io, buf, CLR_IO_ALIGN, a->bm_off);
+    if (rc >= 0)
+        rc = clr_io_pwrite(m->io, buf, CLR_IO_ALIGN, a->bm_off, CLR_IO_FUA);
+    clr_mutex_lock(&a->bm_lock);
+    a->bm_flushing = false;
+    pthread_cond_broadcast(&a->bm_cond);
+    clr_mutex_unlock(&a->bm_lock);
+    free(buf);
+    return rc < 0 ? rc : 0;
+}
+
 int clr_arr_bm_start_write(struct clr_array *a, struct arr_req *rq, uint64_t ss, uint64_t sn)
 {
     int rc;

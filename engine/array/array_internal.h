@@ -163,6 +163,7 @@ struct clr_array {
     bool running, stopping, stopped;
     bool frozen, thaw_err;
     unsigned quiesce; /* >0: new requests wait (member detach) */
+    unsigned probing; /* policy probes using a member's io (detach waits) */
     uint64_t blocked;
     unsigned inflight;
     uint64_t state_gen; /* bumped by every persistent change */
@@ -269,6 +270,13 @@ bool clr_arr_is_frozen(struct clr_array *a);
 void clr_arr_recompute_locked(struct clr_array *a);
 void clr_arr_sync_kick_locked(struct clr_array *a);
 bool clr_arr_enough_without(struct clr_array *a, int role);
+/* The policy daemon's probe of @m's path from this node: a read of this
+ * node's own bitmap block and a FUA write of the same bytes.  0 or the
+ * member's -errno.  Caller holds no lock. */
+int clr_arr_bm_probe(struct clr_array *a, struct arr_member *m);
+/* How many more in-sync members the array can lose, whichever they are
+ * (the policy daemon's "redundancy left").  Caller holds lock. */
+unsigned clr_arr_redundancy_locked(struct clr_array *a);
 void clr_arr_bm_set_degraded(struct clr_array *a);
 /* marks @m Faulty (a->lock held); false if that would leave too little
  * redundancy (nothing changed then) */

@@ -48,7 +48,7 @@ static int detach_removed(struct clr_array *a, struct arr_member *m)
         return -EBUSY;
     }
     a->quiesce++;
-    while (a->inflight)
+    while (a->inflight || a->probing)
         clr_cond_wait(&a->cond, &a->lock);
     clr_mutex_unlock(&a->lock);
     /* sync units took their views under the range lock: wait for them */
@@ -114,6 +114,8 @@ json_object *clr_array_status_json(struct clr_array *a)
     json_object_object_add(o, "size_bytes", json_object_new_int64((int64_t)a->size_bytes));
     json_object_object_add(o, "events", json_object_new_int64((int64_t)a->sb.events));
     json_object_object_add(o, "state", json_object_new_string(st));
+    json_object_object_add(o, "raid_disks", json_object_new_int64(a->g.raid_disks));
+    json_object_object_add(o, "redundancy", json_object_new_int64(clr_arr_redundancy_locked(a)));
     for (unsigned i = 0; i < a->nmem; i++) {
         struct arr_member *m = a->mem[i];
         json_object *d = json_object_new_object();
@@ -122,6 +124,9 @@ json_object *clr_array_status_json(struct clr_array *a)
         json_object_object_add(d, "path", json_object_new_string(m->path));
         json_object_object_add(d, "dev_number", json_object_new_int64(m->dev_number));
         json_object_object_add(d, "role", has_role ? json_object_new_int(m->role) : NULL);
+        /* the role a failed member held: its errors are that role's */
+        if (!has_role && m->role >= 0 && m->state == ARR_M_FAULTY)
+            json_object_object_add(d, "former_role", json_object_new_int(m->role));
         json_object_object_add(d, "state", json_object_new_string(mstate_names[m->state]));
         json_object_object_add(d, "io_mode", m->io ? json_object_new_string(clr_io_dev_mode(m->io)) : NULL);
         if (m->write_behind && m->state == ARR_M_FAULTY)
@@ -812,6 +817,40 @@ static int under_mgmt(struct clr_array *a, int (*op)(struct clr_array *, const c
     clr_arr_nowait_exit(a);
     clr_mutex_unlock(&a->mgmt_lock);
     return rc;
+}
+
+json_object *clr_array_probe_device(struct clr_array *a, const char *path, struct clr_err *e)
+{
+    struct arr_member *m;
+    json_object *o;
+    uint64_t t0;
+    int rc;
+
+    clr_mutex_lock(&a->lock);
+    rc = need_running(a, e);
+    m = rc ? NULL : find_locked(a, path);
+    if (!rc && !m)
+        rc = clr_err_set(e, -ENOENT, "%s is not a member of '%s'", path, a->name);
+    if (!rc && (m->state == ARR_M_REMOVED || !m->io))
+        rc = clr_err_set(e, -ENOENT, "%s was removed from '%s': nothing to probe", path, a->name);
+    if (!rc)
+        a->probing++;
+    clr_mutex_unlock(&a->lock);
+    if (rc)
+        return NULL;
+    t0 = clr_arr_now_ns();
+    rc = clr_arr_bm_probe(a, m);
+    o = json_object_new_object();
+    json_object_object_add(o, "ok", json_object_new_boolean(rc == 0));
+    json_object_object_add(o, "errno", rc ? json_object_new_string(errno_name(-rc)) : NULL);
+    json_object_object_add(o, "ms", json_object_new_int64((int64_t)((clr_arr_now_ns() - t0) / 1000000)));
+    clr_arr_log(a, rc ? LOG_WARNING : LOG_INFO, "%s: probe %s%s", path, rc ? "failed: " : "passed",
+                rc ? errno_name(-rc) : "");
+    clr_mutex_lock(&a->lock);
+    a->probing--;
+    pthread_cond_broadcast(&a->cond);
+    clr_mutex_unlock(&a->lock);
+    return o;
 }
 
 int clr_array_fail_device(struct clr_array *a, const char *path, struct clr_err *e)

@@ -166,6 +166,47 @@ bool clr_arr_enough_without(struct clr_array *a, int role)
     return a->g.pers->enough(&a->g, failed);
 }
 
+/* Every way of losing @k more of the in-sync roles (from @from on, on top
+ * of @failed) leaves enough.  Caller holds lock. */
+static bool survives_any(struct clr_array *a, bool *failed, uint32_t from, unsigned k)
+{
+    if (k == 0)
+        return a->g.pers->enough(&a->g, failed);
+    for (uint32_t r = from; r < a->g.raid_disks; r++) {
+        bool ok;
+
+        if (failed[r])
+            continue;
+        failed[r] = true;
+        ok = survives_any(a, failed, r + 1, k - 1);
+        failed[r] = false;
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+unsigned clr_arr_redundancy_locked(struct clr_array *a)
+{
+    bool failed[CLR_RAID_MAX_DISKS] = { false };
+    unsigned in_sync = 0, k;
+
+    for (uint32_t r = 0; r < a->g.raid_disks; r++) {
+        failed[r] = !a->role_mem[r] || a->role_mem[r]->state != ARR_M_IN_SYNC;
+        in_sync += !failed[r];
+    }
+    if (!a->g.pers->enough(&a->g, failed))
+        return 0;
+    /* no level here survives more than three further losses except a wide
+     * mirror, which survives all but one */
+    for (k = 1; k <= 3 && k < in_sync; k++)
+        if (!survives_any(a, failed, 0, k))
+            return k - 1;
+    if (k == in_sync)
+        return k - 1;
+    return strcmp(a->g.pers->name, "raid1") == 0 ? in_sync - 1 : k - 1;
+}
+
 /* Degraded = some role without an in-sync member. Caller holds lock. */
 void clr_arr_recompute_locked(struct clr_array *a)
 {

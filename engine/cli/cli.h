@@ -22,6 +22,7 @@ int clr_cmd_fail(int argc, char **argv);
 int clr_cmd_remove(int argc, char **argv);
 int clr_cmd_add(int argc, char **argv);
 int clr_cmd_readd(int argc, char **argv);
+int clr_cmd_probe(int argc, char **argv);
 int clr_cmd_check(int argc, char **argv);
 int clr_cmd_repair(int argc, char **argv);
 int clr_cmd_thaw(int argc, char **argv);

@@ -12,6 +12,7 @@ static const struct clr_cli_command commands[] = {
     { "status", clr_cmd_status, "show running arrays (--json, --watch)" },
     { "fail", clr_cmd_fail, "mark a member faulty" },
     { "remove", clr_cmd_remove, "remove a faulty or spare member" },
+    { "probe", clr_cmd_probe, "read and write this node's own block on a member (the policy's probe)" },
     { "add", clr_cmd_add, "add a spare (rebuilt at once if the array is degraded)" },
     { "re-add", clr_cmd_readd, "re-add a member that left, resyncing from the bitmap" },
     { "check", clr_cmd_check, "scrub: count mismatches (--wait)" },

@@ -1,4 +1,4 @@
-/* clraid fail|remove|add|re-add NAME DEV, thaw NAME --error, and the test
+/* clraid fail|remove|add|re-add|probe NAME DEV, thaw NAME --error, and the test
  * hooks fault and ctl: one control request each. */
 #include <errno.h>
 #include <getopt.h>
@@ -94,6 +94,32 @@ int clr_cmd_add(int argc, char **argv)
 int clr_cmd_readd(int argc, char **argv)
 {
     return device_cmd("re-add", "re-add", "re-added", argc, argv);
+}
+
+/* clraid probe NAME DEV: what the policy daemon asks for.  Exit 0 if the
+ * member read and wrote from this node, 1 if not (or on any error). */
+int clr_cmd_probe(int argc, char **argv)
+{
+    const char *dir;
+    bool unused = false;
+    json_object *res = NULL, *v;
+    bool ok;
+
+    if (parse_common("probe", argc, argv, "clraid probe NAME DEV [--run-dir DIR]", 2, &dir, &unused, NULL) !=
+        0)
+        return 1;
+    if (clr_cli_ctl("probe", dir, argv[optind], "probe", device_args(argv[optind + 1]), CLR_CTL_TIMEOUT_MS,
+                    &res) != 0)
+        return 1;
+    ok = json_object_object_get_ex(res, "ok", &v) && json_object_get_boolean(v);
+    if (ok)
+        printf("%s: %s: probe passed (read and wrote this node's bitmap block) in %s ms\n", argv[optind],
+               argv[optind + 1], json_object_object_get_ex(res, "ms", &v) ? json_object_get_string(v) : "?");
+    else
+        printf("%s: %s: probe FAILED: %s\n", argv[optind], argv[optind + 1],
+               json_object_object_get_ex(res, "errno", &v) && v ? json_object_get_string(v) : "?");
+    json_object_put(res);
+    return ok ? 0 : 1;
 }
 
 int clr_cmd_thaw(int argc, char **argv)

@@ -88,6 +88,9 @@ char *clr_ctl_array_handle(void *opaque, const struct clr_ctl_request *req)
         return clr_ctl_reply_ok(NULL);
     case CLR_CTL_FAULT:
         return do_fault(a, req);
+    case CLR_CTL_PROBE:
+        st = clr_array_probe_device(a, req->device, &e);
+        return st ? clr_ctl_reply_ok(st) : reply_rc(-EINVAL, &e, "probe");
     case CLR_CTL_NCMDS:
         break;
     }

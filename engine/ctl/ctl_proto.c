@@ -25,6 +25,7 @@ static const struct {
     [CLR_CTL_THAW_ERROR] = { "thaw-error", 0 },
     [CLR_CTL_STOP] = { "stop", 0 },
     [CLR_CTL_FAULT] = { "fault", NEEDS_DEVICE | NEEDS_FAULT },
+    [CLR_CTL_PROBE] = { "probe", NEEDS_DEVICE },
 };
 
 static const char *const fault_ops[] = {

@@ -34,6 +34,7 @@ enum clr_ctl_cmd {
     CLR_CTL_THAW_ERROR,
     CLR_CTL_STOP,
     CLR_CTL_FAULT, /**< test hook: io fault injection on one member */
+    CLR_CTL_PROBE, /**< the policy daemon's probe of one member */
     CLR_CTL_NCMDS
 };
 
@@ -50,7 +51,7 @@ enum clr_ctl_fault_op {
 /** A decoded, validated request. Strings point into @obj. */
 struct clr_ctl_request {
     enum clr_ctl_cmd cmd;
-    const char *device; /**< fail/remove/add/re-add/fault */
+    const char *device; /**< fail/remove/add/re-add/fault/probe */
     enum clr_ctl_fault_op fault_op;
     unsigned long long offset; /**< fault range; length 0 = whole device */
     unsigned long long length;

@@ -618,7 +618,13 @@ static void read_error(int level, unsigned nd, unsigned nfail, int err)
     json_object *o, *devs;
 
     make_array(&t, nd, level, def_layout(level), level != 1, nd, 0, 64, 1024, true);
+    unsigned redundancy = level == 1 ? nd - 1 : level == 6 ? 2 : 1, left;
+
     a = start(&t, t.devs, nd);
+    /* the members it can still lose, whichever they are (the policy
+     * daemon's "redundancy left") */
+    assert_int_equal(status_int(a, "redundancy", NULL), redundancy);
+    assert_int_equal(status_int(a, "raid_disks", NULL), nd);
     size = clr_array_size(a);
     shadow = calloc(1, size);
     random_io(a, shadow, size, 40);
@@ -626,6 +632,10 @@ static void read_error(int level, unsigned nd, unsigned nfail, int err)
         assert_int_equal(
             clr_io_fault_fail_range(clr_array_member_io(a, t.path[f]), CLR_IO_FAULT_READ, 0, 0, err), 0);
     verify_all(a, shadow, size);
+    /* RAID10 near-2 over 4 that lost member 0: losing 1 (its mirror) would
+     * lose data, so nothing more can go */
+    left = level == 10 ? 0 : redundancy - nfail;
+    assert_int_equal(status_int(a, "redundancy", NULL), left);
     o = clr_array_status_json(a);
     assert_true(json_object_object_get_ex(o, "devices", &devs));
     for (unsigned f = 0; f < nfail; f++) {
@@ -636,6 +646,9 @@ static void read_error(int level, unsigned nd, unsigned nfail, int err)
 
         assert_true(json_object_object_get_ex(d, "state", &st));
         assert_string_equal(json_object_get_string(st), "faulty");
+        /* the role it held: the policy daemon files its errors there */
+        assert_true(json_object_object_get_ex(d, "former_role", &v));
+        assert_int_equal(json_object_get_int64(v), f);
         /* the error that failed it, by class, for the policy daemon */
         assert_true(json_object_object_get_ex(d, "io_errors", &ioe));
         /* every failed leg counts (a read across stripes fails several
@@ -876,6 +889,85 @@ static void test_bitmap_events_cleared(void **st)
     assert_true(b1.events > b0.events);
     assert_int_equal(b1.events, sb.events);
     assert_true(b1.events_cleared == b0.events_cleared);
+    clr_array_free(a);
+    rmfiles(&t);
+}
+
+/* The policy daemon's probe (doc/architecture.md §3.3): it reads and
+ * writes this node's own bitmap block on a member and changes no byte of
+ * it, fails as the member's I/O fails, counts no I/O error and fails
+ * nothing, works on a faulty member, and refuses what is not a member. */
+static void file_head(const char *path, uint8_t *buf, size_t len)
+{
+    int fd = open(path, O_RDONLY);
+
+    assert_true(fd >= 0);
+    assert_int_equal(pread(fd, buf, len, 0), (ssize_t)len);
+    close(fd);
+}
+
+static bool probe_ok(struct clr_array *a, const char *path, char *why, size_t len)
+{
+    struct clr_err e = { "" };
+    json_object *o = clr_array_probe_device(a, path, &e), *v;
+    bool ok;
+
+    if (!o)
+        fail_msg("probe %s: %s", path, e.msg);
+    ok = json_object_object_get_ex(o, "ok", &v) && json_object_get_boolean(v);
+    snprintf(why, len, "%s", json_object_object_get_ex(o, "errno", &v) && v ? json_object_get_string(v) : "");
+    assert_true(json_object_object_get_ex(o, "ms", &v));
+    json_object_put(o);
+    return ok;
+}
+
+static void test_probe(void **st)
+{
+    struct clr_err e = { "" };
+    struct clr_md_sb sb;
+    struct tarr t;
+    struct clr_array *a;
+    static uint8_t buf[65536];
+    uint8_t *before, *after;
+    char why[32], state[32];
+
+    (void)st;
+    make_array(&t, 3, 1, 0, false, 3, 0, 0, 1024, true);
+    g_bitmap_sleep_ms = 60000; /* no lazy sweep: the bitmap stays as written */
+    a = start(&t, t.devs, 3);
+    g_bitmap_sleep_ms = 100;
+    memset(buf, 0x3c, sizeof buf);
+    assert_int_equal(clr_array_pwrite(a, buf, sizeof buf, 1048576, 0), 0);
+    read_sb(t.path[0], &sb);
+    before = malloc(sb.data_offset * 512);
+    after = malloc(sb.data_offset * 512);
+    file_head(t.path[0], before, sb.data_offset * 512);
+    assert_true(probe_ok(a, t.path[0], why, sizeof why));
+    assert_string_equal(why, "");
+    file_head(t.path[0], after, sb.data_offset * 512);
+    assert_memory_equal(before, after, sb.data_offset * 512);
+    /* writes to member 1 fail: so does its probe, and nothing else happens */
+    assert_int_equal(
+        clr_io_fault_fail_range(clr_array_member_io(a, t.path[1]), CLR_IO_FAULT_WRITE, 0, 0, EIO), 0);
+    assert_false(probe_ok(a, t.path[1], why, sizeof why));
+    assert_string_equal(why, "EIO");
+    assert_int_equal(dev_io_errors(a, 1, "path"), 0);
+    /* not degraded (the bitmap still has its bits: "active", not "clean") */
+    assert_string_equal(status_str(a, "state", state, sizeof state), "active");
+    clr_io_fault_clear(clr_array_member_io(a, t.path[1]));
+    /* reads of member 2 vanish */
+    clr_io_fault_vanish(clr_array_member_io(a, t.path[2]), ENODEV);
+    assert_false(probe_ok(a, t.path[2], why, sizeof why));
+    assert_string_equal(why, "ENODEV");
+    clr_io_fault_clear(clr_array_member_io(a, t.path[2]));
+    /* a member failed by the operator can still be probed */
+    assert_int_equal(clr_array_fail_device(a, t.path[1], &e), 0);
+    assert_true(probe_ok(a, t.path[1], why, sizeof why));
+    /* not a member */
+    assert_null(clr_array_probe_device(a, "/nonexistent/disk", &e));
+    assert_string_equal(e.msg, "/nonexistent/disk is not a member of 't'");
+    free(before);
+    free(after);
     clr_array_free(a);
     rmfiles(&t);
 }
@@ -1415,6 +1507,7 @@ int main(void)
         cmocka_unit_test(test_read_error_raid10),
         cmocka_unit_test(test_read_error_raid5),
         cmocka_unit_test(test_read_error_raid6),
+        cmocka_unit_test(test_probe),
         cmocka_unit_test(test_check_repair_raid1),
         cmocka_unit_test(test_check_repair_raid5),
         cmocka_unit_test(test_check_repair_raid6),
