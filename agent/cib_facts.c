@@ -260,6 +260,36 @@ static void read_nodes(xmlXPathContextPtr c, xmlNodePtr root, struct clr_cib_fac
     xmlXPathFreeObject(o);
 }
 
+/* Every node's evidence attribute for @a (agent/evidence.h): transient
+ * node attributes live in the status section, under the node's
+ * node_state. */
+static void read_evidence(xmlXPathContextPtr c, xmlNodePtr p, const struct clr_cib_facts *f,
+                          struct clr_cib_array *a)
+{
+    char want[CLR_CIB_NAME_MAX + 16];
+    xmlXPathObjectPtr o;
+    xmlNodePtr root = p;
+
+    if (!a->name[0])
+        return;
+    snprintf(want, sizeof(want), "clraid-%s-io", a->name);
+    while (root->parent && root->parent->type == XML_ELEMENT_NODE)
+        root = root->parent;
+    o = xp(c, root, "status/node_state");
+    for (int i = 0; i < count(o); i++) {
+        xmlNodePtr n = o->nodesetval->nodeTab[i];
+        const char *id = attr(n, "id"), *v;
+
+        for (unsigned k = 0; id && k < f->n_nodes; k++) {
+            if (strcmp(f->node[k].id, id))
+                continue;
+            v = nvpair(c, n, "transient_attributes/instance_attributes/nvpair", want);
+            copy(a->io[k], sizeof(a->io[k]), v);
+        }
+    }
+    xmlXPathFreeObject(o);
+}
+
 static void read_array(xmlXPathContextPtr c, xmlNodePtr p, struct clr_cib_facts *f)
 {
     struct clr_cib_array *a;
@@ -289,10 +319,17 @@ static void read_array(xmlXPathContextPtr c, xmlNodePtr p, struct clr_cib_facts 
             copy(a->name, sizeof(a->name), v);
             continue;
         }
+        if (!strcmp(nm, "run_dir")) {
+            copy(a->run_dir, sizeof(a->run_dir), v);
+            continue;
+        }
         if (clr_cib_policy_param(&a->settings, nm, v, e, sizeof(e)) < 0 && !a->error[0])
             copy(a->error, sizeof(a->error), e);
     }
     xmlXPathFreeObject(o);
+    if (!a->run_dir[0])
+        copy(a->run_dir, sizeof(a->run_dir), "/run/clraid"); /* the agent's default */
+    read_evidence(c, p, f, a);
     if (!a->error[0] && clr_policy_settings_check(&a->settings, &why) < 0)
         copy(a->error, sizeof(a->error), why);
     if (a->error[0])

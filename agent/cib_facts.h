@@ -20,6 +20,9 @@
 #define CLR_CIB_NAME_MAX   64
 #define CLR_CIB_MAX_ARRAYS 16
 #define CLR_CIB_ERR_MAX    200
+/** Longest evidence attribute kept (agent/evidence.h): "n=64 r=64",
+ *  64 "mII=media:65535" and 64 "pII=pending", "frozen" */
+#define CLR_CIB_ATTR_MAX 1800
 
 struct clr_cib_node {
     char name[CLR_CIB_NAME_MAX]; /**< uname */
@@ -35,11 +38,16 @@ struct clr_cib_node {
 struct clr_cib_array {
     char rsc[CLR_CIB_NAME_MAX];       /**< primitive id */
     char name[CLR_CIB_NAME_MAX];      /**< its `name` parameter (the array) */
+    char run_dir[256];                /**< its `run_dir` (the engine's
+                                       *   control socket is NAME.ctl there) */
     bool cloned;                      /**< inside a clone */
     struct clr_pol_settings settings; /**< defaults, then its parameters */
     char error[CLR_CIB_ERR_MAX];      /**< "": the settings are valid; else
                                        *   why not (the daemon keeps the
                                        *   defaults for this resource) */
+    /** node n's transient attribute clraid-NAME-io (agent/evidence.h),
+     *  "" if it has none; longer values are cut (and then fail to parse) */
+    char io[CLR_POL_MAX_NODES][CLR_CIB_ATTR_MAX];
 };
 
 struct clr_cib_facts {

@@ -17,4 +17,13 @@ tests_agent_test_cib_facts_SOURCES = tests/agent/test_cib_facts.c agent/cib_fact
 tests_agent_test_cib_facts_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)
 tests_agent_test_cib_facts_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(POLICYD_CFLAGS)
 tests_agent_test_cib_facts_LDADD = libclraid.la $(CMOCKA_LIBS) $(POLICYD_LIBS)
+# The evidence attribute, the error window, and the decider's facts from a
+# CIB's status section (agent/evidence.c).
+check_PROGRAMS += tests/agent/test_evidence
+TESTS += tests/agent/test_evidence
+tests_agent_test_evidence_SOURCES = tests/agent/test_evidence.c agent/evidence.c agent/evidence.h \
+	agent/cib_facts.c agent/cib_facts.h
+tests_agent_test_evidence_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)
+tests_agent_test_evidence_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(POLICYD_CFLAGS)
+tests_agent_test_evidence_LDADD = libclraid.la $(CMOCKA_LIBS) $(POLICYD_LIBS)
 endif
