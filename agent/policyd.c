@@ -6,10 +6,20 @@
  * apply it the whole CIB is queried again), turns it into facts
  * (agent/cib_facts.c) and logs each change of them: nodes joining and
  * leaving, quorum, the DC, fencing, and every clraid resource's policy
- * settings.  It does not yet talk to the engines or act: the decision
- * core (agent/policy.c) is wired in a later step.
+ * settings.
  *
- *   clraid-policyd [--once [--json]]            watch (default), or print once
+ * Every second it reads each array's status from the local engine (its
+ * control socket, RUN_DIR/NAME.ctl) and publishes what this node sees as
+ * the transient node attribute clraid-NAME-io (agent/evidence.h: errors
+ * per member and class in error_window, the redundancy left).  From every
+ * node's attribute in the CIB it builds the decision core's facts
+ * (agent/policy.c) and decides; the decider (the DC) logs each new
+ * decision with its evidence and shows it as its node attribute
+ * clraid-NAME-decision.  Decisions are not carried out yet: the engine
+ * still fails a member cluster-wide on its own first error, as md-cluster
+ * does (doc/architecture.md §3.3).
+ *
+ *   clraid-policyd [--node NAME] [--once [--json]]   watch, or print once
  *   clraid-policyd --check-settings NAME=VALUE...   validate policy parameters
  *
  * CIB_file=FILE (libcib's own variable) reads a CIB file instead of the
@@ -22,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -34,6 +45,9 @@
 #include <json-c/json.h>
 
 #include "agent/cib_facts.h"
+#include "agent/evidence.h"
+#include "ctl/ctl_client.h"
+#include "format/errbuf.h"
 
 /* exit codes, as the OCF agent maps them */
 #define EXIT_USAGE  2
@@ -50,13 +64,49 @@ static struct clr_cib_facts facts, prev;
 static bool have_prev;
 static GMainLoop *loop;
 static int exit_rc;
+static char self[CLR_CIB_NAME_MAX]; /* this node's name in the CIB */
+
+#define TICK_MS     1000
+#define CTL_TIMEOUT 2000
+#define N_CLASSES   3 /* media, path, reservation: the engine's counters */
+
+/* What this daemon keeps per array resource between ticks. */
+struct tracked {
+    char rsc[CLR_CIB_NAME_MAX];
+    bool seen; /* still in the CIB at the last tick */
+    /* the evidence attribute as published ("" and !published: none) */
+    bool published;
+    char value[CLR_CIB_ATTR_MAX];
+    bool hist_ok[CLR_POL_MAX_DEVS];
+    struct clr_ev_hist hist[CLR_POL_MAX_DEVS][N_CLASSES];
+    /* this node's probes: the member path of each role (from the local
+     * engine), each probe's state, and a generation that a late answer
+     * must match */
+    char path[CLR_POL_MAX_DEVS][256];
+    uint8_t probe[CLR_POL_MAX_DEVS]; /* as published */
+    bool probe_busy[CLR_POL_MAX_DEVS];
+    unsigned probe_gen[CLR_POL_MAX_DEVS];
+    uint64_t probe_done_ms[CLR_POL_MAX_DEVS]; /* monotonic; 0: none yet */
+    /* the least error count reported on the member (all nodes, in the
+     * window) since the last probe began: more errors, probe again */
+    uint32_t probe_basis[CLR_POL_MAX_DEVS];
+    /* the decider's side */
+    struct clr_ev_state st;
+    bool have_last;
+    struct clr_pol_decision last;
+    bool decision_published;
+};
+static struct tracked tracked[CLR_CIB_MAX_ARRAYS];
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: clraid-policyd [--once [--json]]\n"
+    fprintf(f, "usage: clraid-policyd [--node NAME] [--once [--json]]\n"
                "       clraid-policyd --check-settings NAME=VALUE...\n"
-               "Watches the CIB and logs the facts the policy decides on (doc/architecture.md §3.3).\n"
-               "  --once             print the facts once and exit (CIB_file=FILE reads a file)\n"
+               "Watches the CIB and the local engines, publishes this node's evidence and decides\n"
+               "(doc/architecture.md §3.3).\n"
+               "  --node NAME        this node's name in the CIB (default: uname -n)\n"
+               "  --once             print the facts and decisions once and exit\n"
+               "                     (CIB_file=FILE reads a file)\n"
                "  --json             with --once: as JSON\n"
                "  --check-settings   validate policy parameters (exit 0, or 6 with the reason)\n"
                "Exit codes: 0 ok, 2 usage, 6 bad settings, 7 no CIB.\n");
@@ -80,6 +130,8 @@ static json_object *settings_json(const struct clr_pol_settings *s)
     json_object_object_add(o, "max_read_errors", json_object_new_int64(s->max_read_errors));
     return o;
 }
+
+static json_object *decision_json(const struct clr_cib_facts *f, unsigned ai);
 
 static json_object *facts_json(const struct clr_cib_facts *f)
 {
@@ -113,6 +165,8 @@ static json_object *facts_json(const struct clr_cib_facts *f)
         json_object_object_add(x, "cloned", json_object_new_boolean(a->cloned));
         json_object_object_add(x, "settings", settings_json(&a->settings));
         json_object_object_add(x, "error", a->error[0] ? json_object_new_string(a->error) : NULL);
+        json_object_object_add(x, "run_dir", json_object_new_string(a->run_dir));
+        json_object_object_add(x, "policy", decision_json(f, i));
         json_object_array_add(arrays, x);
     }
     json_object_object_add(o, "arrays", arrays);
@@ -123,9 +177,91 @@ static json_object *facts_json(const struct clr_cib_facts *f)
     return o;
 }
 
+/* ---- deciding ---------------------------------------------------------- */
+
+/* The decision for array @ai as this node sees the CIB now; @st carries
+ * the decider's timers between calls.  0, or the error of
+ * clr_evidence_facts (-ENODATA: no node runs the array). */
+static int decide_array(const struct clr_cib_facts *f, unsigned ai, uint64_t now_ms, struct clr_ev_state *st,
+                        struct clr_pol_facts *pf, struct clr_pol_decision *d, char *bad, size_t badlen)
+{
+    static const char *names[CLR_POL_MAX_NODES];
+    int rc = clr_evidence_facts(f, ai, self, now_ms, st, pf, bad, badlen);
+
+    if (rc < 0)
+        return rc;
+    for (unsigned n = 0; n < f->n_nodes; n++)
+        names[n] = f->node[n].name;
+    pf->node_names = names;
+    clr_policy_decide(pf, &f->array[ai].settings, d);
+    return 0;
+}
+
+static json_object *decision_json(const struct clr_cib_facts *f, unsigned ai)
+{
+    json_object *o = json_object_new_object(), *ev = json_object_new_object();
+    struct clr_ev_state st;
+    struct clr_pol_facts pf;
+    struct clr_pol_decision d;
+    char bad[CLR_CIB_ERR_MAX * 2];
+    int rc;
+
+    for (unsigned n = 0; n < f->n_nodes; n++)
+        if (f->array[ai].io[n][0])
+            json_object_object_add(ev, f->node[n].name, json_object_new_string(f->array[ai].io[n]));
+    json_object_object_add(o, "evidence", ev);
+    memset(&st, 0, sizeof(st));
+    rc = decide_array(f, ai, 1, &st, &pf, &d, bad, sizeof(bad));
+    json_object_object_add(o, "evidence_errors", bad[0] ? json_object_new_string(bad) : NULL);
+    if (rc < 0) {
+        json_object_object_add(o, "decision", NULL);
+        json_object_object_add(
+            o, "why_none",
+            json_object_new_string(rc == -ENOENT ? "this node is not in the CIB" : "no node runs the array"));
+        return o;
+    }
+    json_object_object_add(o, "decider", json_object_new_boolean(pf.decider));
+    json_object_object_add(o, "redundancy", json_object_new_int(pf.redundancy));
+    {
+        json_object *x = json_object_new_object();
+
+        json_object_object_add(x, "action", json_object_new_string(clr_policy_action_name(d.action)));
+        json_object_object_add(x, "row", json_object_new_int((int)d.row));
+        json_object_object_add(x, "devs", json_object_new_int64((int64_t)d.devs));
+        json_object_object_add(x, "nodes", json_object_new_int64(d.nodes));
+        json_object_object_add(x, "evidence", json_object_new_string(d.evidence));
+        json_object_object_add(o, "decision", x);
+    }
+    return o;
+}
+
 static const char *node_state(const struct clr_cib_node *n)
 {
     return n->member ? "member" : n->in_ccm ? "in membership, not joined" : "down";
+}
+
+static void print_decision(const struct clr_cib_facts *f, unsigned ai)
+{
+    struct clr_ev_state st;
+    struct clr_pol_facts pf;
+    struct clr_pol_decision d;
+    char bad[CLR_CIB_ERR_MAX * 2];
+    int rc;
+
+    for (unsigned n = 0; n < f->n_nodes; n++)
+        if (f->array[ai].io[n][0])
+            printf("  evidence of %s: %s\n", f->node[n].name, f->array[ai].io[n]);
+    memset(&st, 0, sizeof(st));
+    rc = decide_array(f, ai, 1, &st, &pf, &d, bad, sizeof(bad));
+    if (bad[0])
+        printf("  evidence ignored: %s\n", bad);
+    if (rc < 0)
+        printf("  decision: none (%s)\n",
+               rc == -ENOENT ? "this node is not in the CIB" : "no node runs the array");
+    else
+        printf("  decision: row %u %s: %s%s\n", d.row, clr_policy_action_name(d.action),
+               d.evidence[0] ? d.evidence : "nothing to do",
+               pf.decider ? "" : " (this node is not the decider)");
 }
 
 static void print_text(const struct clr_cib_facts *f)
@@ -148,6 +284,7 @@ static void print_text(const struct clr_cib_facts *f)
                (unsigned long long)s->confirm_timeout, (unsigned long long)s->probe_timeout,
                (unsigned long long)s->io_timeout, s->error_threshold, (unsigned long long)s->error_window,
                s->max_read_errors, a->error[0] ? "; BAD SETTINGS, defaults used: " : "", a->error);
+        print_decision(f, i);
     }
 }
 
@@ -190,6 +327,433 @@ static void log_changes(const struct clr_cib_facts *o, const struct clr_cib_fact
                    json_object_to_json_string_ext(s, JSON_C_TO_STRING_PLAIN));
             json_object_put(s);
         }
+    }
+}
+
+/* ---- the local engines' evidence ---------------------------------------- */
+
+static int attrd(const char *name, const char *value)
+{
+    const char *set[] = { "attrd_updater", "-n", name, "-U", value, NULL };
+    const char *del[] = { "attrd_updater", "-n", name, "-D", NULL };
+    GError *gerr = NULL;
+    int status = 0;
+
+    if (!g_spawn_sync(NULL, (char **)(value ? set : del), NULL,
+                      G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, NULL,
+                      NULL, NULL, NULL, &status, &gerr)) {
+        syslog(LOG_WARNING, "cannot run attrd_updater for %s: %s", name, gerr ? gerr->message : "?");
+        g_clear_error(&gerr);
+        return -ENOENT;
+    }
+    if (!g_spawn_check_wait_status(status, &gerr)) {
+        syslog(LOG_WARNING, "attrd_updater -n %s %s failed: %s", name, value ? "-U" : "-D",
+               gerr ? gerr->message : "?");
+        g_clear_error(&gerr);
+        return -EIO;
+    }
+    return 0;
+}
+
+static int64_t jint(json_object *o, const char *key)
+{
+    json_object *v;
+
+    return json_object_object_get_ex(o, key, &v) && v ? json_object_get_int64(v) : 0;
+}
+
+/* The engine's error counters, in the error window, as one member's class
+ * and count: a reservation conflict over a path error over a media error
+ * (the first means this node is fenced; the second is what a probe
+ * settles). */
+static void member_evidence(struct tracked *t, unsigned role, const uint64_t count[N_CLASSES],
+                            uint64_t last_ms, uint64_t now_ms, uint64_t window_ms, struct clr_evidence *e)
+{
+    static const uint8_t cls[N_CLASSES] = { CLR_POL_ERR_MEDIA, CLR_POL_ERR_PATH, CLR_POL_ERR_RESV };
+    uint32_t w[N_CLASSES], sum = 0;
+
+    for (unsigned c = 0; c < N_CLASSES; c++) {
+        if (!t->hist_ok[role])
+            clr_ev_hist_init(&t->hist[role][c], count[c], count[c] ? last_ms : 0);
+        else
+            clr_ev_hist_add(&t->hist[role][c], now_ms, count[c]);
+        w[c] = clr_ev_hist_window(&t->hist[role][c], now_ms, window_ms);
+        sum += w[c];
+    }
+    t->hist_ok[role] = true;
+    e->errors[role] = (uint16_t)(sum > 65535 ? 65535 : sum);
+    e->err[role] = w[2] ? cls[2] : w[1] ? cls[1] : w[0] ? cls[0] : CLR_POL_ERR_NONE;
+}
+
+/* What this node's engine says about array @a: 0 with @e filled, -ENOENT
+ * if it does not run here, or the control call's error. */
+static int local_evidence(const struct clr_cib_array *a, struct tracked *t, uint64_t now_ms,
+                          struct clr_evidence *e)
+{
+    char path[sizeof(a->run_dir) + CLR_CIB_NAME_MAX + 8];
+    uint64_t count[CLR_POL_MAX_DEVS][N_CLASSES], last[CLR_POL_MAX_DEVS];
+    json_object *st = NULL, *devs, *v;
+    struct clr_err err;
+    int rc;
+
+    memset(e, 0, sizeof(*e));
+    snprintf(path, sizeof(path), "%s/%s.ctl", a->run_dir, a->name);
+    if (access(path, F_OK) != 0)
+        return -ENOENT;
+    rc = clr_ctl_call(path, "status", NULL, CTL_TIMEOUT, &st, &err);
+    if (rc < 0) {
+        syslog(LOG_DEBUG, "%s: status: %s", path, err.msg);
+        return rc;
+    }
+    e->n_devs = (unsigned)jint(st, "raid_disks");
+    if (e->n_devs > CLR_POL_MAX_DEVS)
+        e->n_devs = CLR_POL_MAX_DEVS;
+    e->redundancy = (unsigned)jint(st, "redundancy");
+    e->frozen = json_object_object_get_ex(st, "frozen", &v) && v;
+    memset(count, 0, sizeof(count));
+    memset(last, 0, sizeof(last));
+    if (json_object_object_get_ex(st, "devices", &devs) && json_object_is_type(devs, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(devs); i++) {
+            json_object *d = json_object_array_get_idx(devs, i), *x, *r = NULL;
+            int64_t role;
+
+            /* members in use only: a faulty one is out already, and the
+             * decision core's redundancy counts the members in use */
+            if (!(json_object_object_get_ex(d, "role", &r) && r))
+                continue;
+            role = json_object_get_int64(r);
+            if (role < 0 || role >= (int64_t)e->n_devs || !json_object_object_get_ex(d, "io_errors", &x))
+                continue;
+            {
+                json_object *pj;
+
+                if (json_object_object_get_ex(d, "path", &pj) && pj)
+                    snprintf(t->path[role], sizeof(t->path[role]), "%s", json_object_get_string(pj));
+            }
+            count[role][0] += (uint64_t)jint(x, "media");
+            count[role][1] += (uint64_t)jint(x, "path");
+            count[role][2] += (uint64_t)jint(x, "reservation");
+            if ((uint64_t)jint(x, "last_ms") > last[role])
+                last[role] = (uint64_t)jint(x, "last_ms");
+        }
+    }
+    json_object_put(st);
+    for (unsigned d = 0; d < e->n_devs; d++)
+        member_evidence(t, d, count[d], last[d], now_ms, a->settings.error_window, e);
+    return 0;
+}
+
+static uint64_t real_ms(void)
+{
+    return (uint64_t)(g_get_real_time() / 1000);
+}
+
+static uint64_t mono_ms(void)
+{
+    return (uint64_t)(g_get_monotonic_time() / 1000);
+}
+
+/* ---- probes ---------------------------------------------------------- */
+
+struct probe_job {
+    char ctl[sizeof(((struct clr_cib_array *)0)->run_dir) + CLR_CIB_NAME_MAX + 8];
+    char dev[256];
+    char rsc[CLR_CIB_NAME_MAX];
+    char array[CLR_CIB_NAME_MAX];
+    unsigned role, gen;
+    int timeout_ms;
+    int result; /* 1 passed, 0 failed, -1 could not ask */
+    char why[300];
+};
+
+static gboolean probe_done(gpointer data);
+
+/* Runs in its own thread: the control call may wait up to probe_timeout;
+ * the answer goes back to the main loop. */
+static gpointer probe_thread(gpointer data)
+{
+    struct probe_job *j = data;
+    json_object *args = json_object_new_object(), *res = NULL, *v;
+    struct clr_err e = { "" };
+    int rc;
+
+    json_object_object_add(args, "device", json_object_new_string(j->dev));
+    rc = clr_ctl_call(j->ctl, "probe", args, j->timeout_ms, &res, &e);
+    if (rc == 0) {
+        j->result = json_object_object_get_ex(res, "ok", &v) && json_object_get_boolean(v);
+        snprintf(j->why, sizeof(j->why), "%s",
+                 json_object_object_get_ex(res, "errno", &v) && v ? json_object_get_string(v) : "");
+    } else if (rc == -ETIMEDOUT) {
+        j->result = 0;
+        snprintf(j->why, sizeof(j->why), "no answer within probe_timeout (%d ms)", j->timeout_ms);
+    } else {
+        j->result = -1;
+        snprintf(j->why, sizeof(j->why), "%s", e.msg);
+    }
+    json_object_put(res);
+    g_idle_add(probe_done, j);
+    return NULL;
+}
+
+static struct tracked *find_tracked(const char *rsc)
+{
+    for (unsigned i = 0; i < CLR_CIB_MAX_ARRAYS; i++)
+        if (tracked[i].rsc[0] && !strcmp(tracked[i].rsc, rsc))
+            return &tracked[i];
+    return NULL;
+}
+
+static void probe_answer(struct probe_job *j);
+
+static gboolean probe_done(gpointer data)
+{
+    probe_answer(data);
+    g_free(data);
+    return G_SOURCE_REMOVE;
+}
+
+static void probe_answer(struct probe_job *j)
+{
+    struct tracked *t;
+    uint8_t was;
+
+    t = find_tracked(j->rsc);
+    if (!t || t->probe_gen[j->role] != j->gen || !t->probe_busy[j->role])
+        return; /* the reports ended meanwhile, or the resource went */
+    t->probe_busy[j->role] = false;
+    t->probe_done_ms[j->role] = mono_ms();
+    was = t->probe[j->role];
+    if (j->result < 0) {
+        syslog(LOG_WARNING, "array %s: cannot probe %s: %s", j->array, j->dev, j->why);
+        if (was == CLR_POL_PROBE_PENDING)
+            t->probe[j->role] = CLR_POL_PROBE_NOT_RUN;
+        return;
+    }
+    t->probe[j->role] = j->result ? CLR_POL_PROBE_OK : CLR_POL_PROBE_FAILED;
+    if (t->probe[j->role] != was)
+        syslog(j->result ? LOG_NOTICE : LOG_WARNING,
+               "array %s: probe of member %u (%s) from this node %s%s%s", j->array, j->role, j->dev,
+               j->result ? "passed" : "FAILED", j->result ? "" : ": ", j->why);
+}
+
+static void probe_start(const struct clr_cib_array *a, struct tracked *t, unsigned role)
+{
+    struct probe_job *j = g_new0(struct probe_job, 1);
+    GThread *thread;
+    GError *gerr = NULL;
+
+    snprintf(j->ctl, sizeof(j->ctl), "%s/%s.ctl", a->run_dir, a->name);
+    snprintf(j->dev, sizeof(j->dev), "%s", t->path[role]);
+    snprintf(j->rsc, sizeof(j->rsc), "%s", a->rsc);
+    snprintf(j->array, sizeof(j->array), "%s", a->name);
+    j->role = role;
+    j->gen = ++t->probe_gen[role];
+    j->timeout_ms = a->settings.probe_timeout > INT32_MAX ? INT32_MAX : (int)a->settings.probe_timeout;
+    t->probe_busy[role] = true;
+    /* a retry keeps the last result published until its own comes */
+    if (t->probe[role] == CLR_POL_PROBE_NOT_RUN) {
+        t->probe[role] = CLR_POL_PROBE_PENDING;
+        syslog(LOG_INFO, "array %s: member %u (%s) reported failing: probing it from this node", a->name,
+               role, j->dev);
+    }
+    thread = g_thread_try_new("clraid-probe", probe_thread, j, &gerr);
+    if (!thread) {
+        syslog(LOG_ERR, "array %s: cannot start a probe thread: %s", a->name, gerr ? gerr->message : "?");
+        g_clear_error(&gerr);
+        t->probe_busy[role] = false;
+        g_free(j);
+        return;
+    }
+    g_thread_unref(thread);
+}
+
+/* Probes follow the reports: a member some node reports (this one
+ * included) is probed from here; a failed probe is retried every
+ * probe_timeout (a path comes back), a passed one stands; when no node
+ * reports the member any more the result is dropped. */
+static void probes_update(const struct clr_cib_array *a, unsigned ai, struct tracked *t,
+                          struct clr_evidence *e)
+{
+    uint64_t reported = 0;
+    uint32_t sum[CLR_POL_MAX_DEVS];
+
+    for (unsigned d = 0; d < e->n_devs; d++) {
+        sum[d] = e->errors[d];
+        if (e->err[d] != CLR_POL_ERR_NONE)
+            reported |= 1ull << d;
+    }
+    for (unsigned n = 0; n < facts.n_nodes; n++) {
+        struct clr_evidence o;
+
+        if (!facts.node[n].member || !a->io[n][0] || clr_evidence_parse(a->io[n], &o, NULL, 0) < 0)
+            continue;
+        if (!strcmp(facts.node[n].name, self))
+            continue; /* ours is @e, newer than the CIB's copy */
+        for (unsigned d = 0; d < o.n_devs && d < e->n_devs; d++) {
+            sum[d] += o.errors[d];
+            if (o.err[d] != CLR_POL_ERR_NONE)
+                reported |= 1ull << d;
+        }
+    }
+    (void)ai;
+    for (unsigned d = 0; d < e->n_devs; d++) {
+        bool due = !t->probe_done_ms[d] || mono_ms() - t->probe_done_ms[d] >= a->settings.probe_timeout;
+
+        if (!(reported & (1ull << d))) {
+            t->probe_gen[d]++; /* an answer still on its way is dropped */
+            t->probe_busy[d] = false;
+            t->probe_done_ms[d] = 0;
+            t->probe_basis[d] = 0;
+            t->probe[d] = CLR_POL_PROBE_NOT_RUN;
+        } else if (!t->probe_busy[d] && t->path[d][0] &&
+                   ((due && (t->probe[d] == CLR_POL_PROBE_NOT_RUN || t->probe[d] == CLR_POL_PROBE_FAILED)) ||
+                    (t->probe[d] == CLR_POL_PROBE_OK && sum[d] > t->probe_basis[d]))) {
+            t->probe_basis[d] = sum[d];
+            probe_start(a, t, d);
+        } else if (sum[d] < t->probe_basis[d]) {
+            t->probe_basis[d] = sum[d];
+        }
+        e->probe[d] = t->probe[d];
+    }
+}
+
+static struct tracked *track(const char *rsc)
+{
+    struct tracked *free_slot = NULL;
+
+    for (unsigned i = 0; i < CLR_CIB_MAX_ARRAYS; i++) {
+        if (tracked[i].rsc[0] && !strcmp(tracked[i].rsc, rsc))
+            return &tracked[i];
+        if (!tracked[i].rsc[0] && !free_slot)
+            free_slot = &tracked[i];
+    }
+    if (free_slot) {
+        memset(free_slot, 0, sizeof(*free_slot));
+        snprintf(free_slot->rsc, sizeof(free_slot->rsc), "%s", rsc);
+    }
+    return free_slot;
+}
+
+static bool same_decision(const struct clr_pol_decision *a, const struct clr_pol_decision *b)
+{
+    return a->action == b->action && a->row == b->row && a->devs == b->devs && a->nodes == b->nodes;
+}
+
+static void publish(const char *what, const char *array, const char *value)
+{
+    char name[CLR_CIB_NAME_MAX + 32];
+
+    snprintf(name, sizeof(name), "clraid-%s-%s", array, what);
+    attrd(name, value);
+}
+
+static void tick_array(const struct clr_cib_array *a, unsigned ai, struct tracked *t)
+{
+    struct clr_evidence e;
+    struct clr_pol_facts pf;
+    struct clr_pol_decision d;
+    char value[CLR_CIB_ATTR_MAX], bad[CLR_CIB_ERR_MAX * 2];
+    int rc;
+
+    /* 1. this node's evidence, published when it changes */
+    rc = local_evidence(a, t, real_ms(), &e);
+    if (rc == 0)
+        probes_update(a, ai, t, &e);
+    if (rc == 0 && clr_evidence_format(&e, value, sizeof(value)) == 0) {
+        if (!t->published || strcmp(value, t->value)) {
+            if (strstr(value, " m") || strstr(value, " p"))
+                syslog(LOG_WARNING, "array %s: this node sees %s", a->name, value);
+            publish("io", a->name, value);
+            snprintf(t->value, sizeof(t->value), "%s", value);
+            t->published = true;
+        }
+    } else if (t->published) {
+        /* not running here (any more): no evidence from this node */
+        publish("io", a->name, NULL);
+        t->published = false;
+        t->value[0] = '\0';
+        memset(t->hist_ok, 0, sizeof(t->hist_ok));
+        for (unsigned r = 0; r < CLR_POL_MAX_DEVS; r++) {
+            t->probe_gen[r]++;
+            t->probe_busy[r] = false;
+            t->probe_done_ms[r] = 0;
+            t->probe[r] = CLR_POL_PROBE_NOT_RUN;
+        }
+    }
+    /* 2. the decision from everyone's evidence, as the CIB has it */
+    rc = decide_array(&facts, ai, mono_ms(), &t->st, &pf, &d, bad, sizeof(bad));
+    if (bad[0])
+        syslog(LOG_WARNING, "array %s: evidence ignored: %s", a->name, bad);
+    if (rc < 0) {
+        if (t->have_last && t->decision_published)
+            publish("decision", a->name, NULL);
+        t->have_last = t->decision_published = false;
+        return;
+    }
+    if (t->have_last && same_decision(&t->last, &d))
+        return;
+    if (d.action != CLR_POL_NONE || d.row)
+        syslog(pf.decider ? LOG_NOTICE : LOG_INFO,
+               "array %s: %s: row %u, %s: %s (not carried out: the engine acts on its own)", a->name,
+               pf.decider ? "decided" : "would decide", d.row, clr_policy_action_name(d.action), d.evidence);
+    else if (t->have_last && (t->last.action != CLR_POL_NONE || t->last.row))
+        syslog(LOG_INFO, "array %s: nothing to decide", a->name);
+    if (pf.decider && (d.action != CLR_POL_NONE || d.row)) {
+        GDateTime *now = g_date_time_new_now_local();
+        gchar *when = g_date_time_format(now, "%F %T");
+
+        snprintf(value, sizeof(value), "%s row %u %s: %s", when, d.row, clr_policy_action_name(d.action),
+                 d.evidence);
+        g_free(when);
+        g_date_time_unref(now);
+        publish("decision", a->name, value);
+        t->decision_published = true;
+    }
+    t->last = d;
+    t->have_last = true;
+}
+
+static gboolean on_tick(gpointer data)
+{
+    (void)data;
+    for (unsigned i = 0; i < CLR_CIB_MAX_ARRAYS; i++)
+        tracked[i].seen = false;
+    for (unsigned i = 0; i < facts.n_arrays; i++) {
+        const struct clr_cib_array *a = &facts.array[i];
+        struct tracked *t;
+
+        if (!a->name[0])
+            continue;
+        t = track(a->rsc);
+        if (!t)
+            continue;
+        t->seen = true;
+        tick_array(a, i, t);
+    }
+    /* resources deleted from the CIB: their attributes go too */
+    for (unsigned i = 0; i < CLR_CIB_MAX_ARRAYS; i++) {
+        struct tracked *t = &tracked[i];
+
+        if (!t->rsc[0] || t->seen)
+            continue;
+        syslog(LOG_INFO, "resource %s is gone from the CIB", t->rsc);
+        memset(t, 0, sizeof(*t));
+    }
+    return G_SOURCE_CONTINUE;
+}
+
+/* On stop: this node's evidence and decisions leave with it. */
+static void unpublish_all(void)
+{
+    for (unsigned i = 0; i < facts.n_arrays; i++) {
+        struct tracked *t = find_tracked(facts.array[i].rsc);
+
+        if (!t || !facts.array[i].name[0])
+            continue;
+        if (t->published)
+            publish("io", facts.array[i].name, NULL);
+        if (t->decision_published)
+            publish("decision", facts.array[i].name, NULL);
     }
 }
 
@@ -323,11 +887,9 @@ static int check_settings(int argc, char **argv)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "once", no_argument, NULL, 'o' },
-        { "json", no_argument, NULL, 'j' },
-        { "check-settings", no_argument, NULL, 'c' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+        { "once", no_argument, NULL, 'o' },           { "json", no_argument, NULL, 'j' },
+        { "check-settings", no_argument, NULL, 'c' }, { "node", required_argument, NULL, 'n' },
+        { "help", no_argument, NULL, 'h' },           { NULL, 0, NULL, 0 },
     };
     bool once = false, json = false, check = false;
     const char *file;
@@ -344,6 +906,9 @@ int main(int argc, char **argv)
         case 'c':
             check = true;
             break;
+        case 'n':
+            snprintf(self, sizeof(self), "%s", optarg);
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -354,6 +919,12 @@ int main(int argc, char **argv)
     }
     if (check)
         return check_settings(argc - optind, argv + optind);
+    if (!self[0]) {
+        struct utsname u;
+
+        if (uname(&u) == 0)
+            snprintf(self, sizeof(self), "%.*s", (int)sizeof(self) - 1, u.nodename);
+    }
     if (optind < argc || (json && !once)) {
         usage(stderr);
         return EXIT_USAGE;
@@ -415,18 +986,22 @@ int main(int argc, char **argv)
     }
     g_unix_signal_add(SIGTERM, on_term, NULL);
     g_unix_signal_add(SIGINT, on_term, NULL);
+    if (!clr_cib_node_find(&facts, self))
+        syslog(LOG_WARNING, "this node (%s) is not in the CIB's nodes: give --node NAME", self);
+    g_timeout_add(TICK_MS, on_tick, NULL);
     {
         char *fj;
         json_object *o = facts_json(&facts);
 
         fj = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
         json_object_put(o);
-        syslog(LOG_NOTICE, "watching the CIB: %s", fj ? fj : "");
+        syslog(LOG_NOTICE, "watching the CIB as node %s: %s", self, fj ? fj : "");
         free(fj);
     }
     prev = facts;
     have_prev = true;
     g_main_loop_run(loop);
+    unpublish_all();
     cib->cmds->signoff(cib);
     cib_delete(cib);
     free_xml(current);

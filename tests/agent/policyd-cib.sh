@@ -15,8 +15,11 @@ PD="$top_builddir/clraid-policyd"
 private_ocf
 cd "$TESTDIR"
 
-facts() { # FILE: the daemon's facts, as JSON, in facts.json
-	CIB_file="$1" "$PD" --once --json >facts.json 2>pd.err || { cat pd.err >&2; fail "clraid-policyd --once on $1"; }
+facts() { # FILE [ARGS]: the daemon's facts, as JSON, in facts.json
+	_f=$1
+	shift
+	CIB_file="$_f" "$PD" --once --json "$@" >facts.json 2>pd.err ||
+		{ cat pd.err >&2; fail "clraid-policyd --once $* on $_f"; }
 }
 is() { # WHAT JQ-FILTER WANT
 	_got=$(jq -r "$2" facts.json)
@@ -64,6 +67,58 @@ CIB_file=live.xml "$PD" --once >facts.txt 2>pd.err || fail "clraid-policyd --onc
 grep -q "^array db (resource clraid-db): .*BAD SETTINGS, defaults used: io_timeout=soon" facts.txt ||
 	{ cat facts.txt >&2; fail "the text form does not show the bad setting"; }
 echo "ok: the text form: $(grep -c . facts.txt) lines"
+
+# --- evidence and decisions ----------------------------------------------
+# Each node's daemon publishes what it sees as the transient attribute
+# clraid-NAME-io through attrd; crm_attribute --lifetime reboot writes the
+# same into a CIB file.  The decider is the DC, or without one (as here)
+# the lowest online node id: n1.
+ev() { # FILE NODE ARRAY VALUE
+	CIB_file="$1" crm_attribute --node "$2" --name "clraid-$3-io" --update "$4" --lifetime reboot \
+		>/dev/null 2>&1 || fail "crm_attribute: evidence of $2 on $3"
+}
+decision() { # WHAT ARRAY WANT: "decider action row nodes-mask"
+	is "$1" ".arrays[] | select(.name == \"$2\") | .policy | \"\(.decider) \(.decision.action) \(.decision.row) \(.decision.nodes)\"" "$3"
+}
+crm_simulate -x cib.xml --node-up n1 --node-up n2 --node-up n3 --quorum 1 -O all3.xml >sim.out 2>&1 ||
+	{ cat sim.out >&2; fail "crm_simulate (three up)"; }
+facts all3.xml --node n1
+is "no evidence, no decision" '.arrays[] | select(.name == "db") | .policy | "\(.decision) \(.why_none)"' \
+	"null no node runs the array"
+# member 1 fails on n2 only; n1 and n3 read and wrote it (their probes)
+for a in vm db; do
+	ev all3.xml n1 $a "n=2 r=1 p1=ok"
+	ev all3.xml n2 $a "n=2 r=1 m1=path:3 p1=failed"
+	ev all3.xml n3 $a "n=2 r=1 p1=ok"
+done
+facts all3.xml --node n1
+decision "row 3, path_failure_action=fence: fence n2" db "true fence 3 2"
+decision "row 3, path_failure_action=fail-disk: errors on n2 only" vm "true error 3 2"
+is "the evidence" '.arrays[] | select(.name == "db") | .policy.decision.evidence' \
+	"fence n2: disk1 failed on n2 only; n1, n3 read and wrote it"
+facts all3.xml --node n2
+decision "n2 is not the decider" db "false none 0 0"
+# the member fails on every node: fail it cluster-wide
+ev all3.xml n1 db "n=2 r=1 m1=path:1 p1=failed"
+ev all3.xml n3 db "n=2 r=1 p1=failed"
+facts all3.xml --node n1
+decision "row 2: fail the disk" db "true fail-disk 2 0"
+# a malformed value is named, and that node counts as not running the array
+ev all3.xml n3 vm "n=2 r=1 m7=path:1"
+facts all3.xml --node n1
+is "malformed evidence" '.arrays[] | select(.name == "vm") | .policy.evidence_errors' "n3: role 7 is past n=2"
+CIB_file=all3.xml "$PD" --once --node n1 >facts.txt 2>pd.err || fail "clraid-policyd --once (text)"
+grep -q "^  decision: row 2 fail-disk: " facts.txt || { cat facts.txt >&2; fail "the text form shows no decision"; }
+grep -q "^  evidence of n2: n=2 r=1 m1=path:3 p1=failed" facts.txt ||
+	{ cat facts.txt >&2; fail "the text form shows no evidence"; }
+echo "ok: the text form shows evidence and decisions"
+# n3 down: fencing n2 would leave n1 alone, without quorum
+crm_simulate -x cib.xml --node-up n1 --node-up n2 --node-fail n3 --quorum 1 -O two.xml >sim.out 2>&1 ||
+	{ cat sim.out >&2; fail "crm_simulate (n3 down)"; }
+ev two.xml n1 db "n=2 r=1 p1=ok"
+ev two.xml n2 db "n=2 r=1 m1=path:3 p1=failed"
+facts two.xml --node n1
+decision "row 3 without quorate survivors: freeze" db "true freeze 3 0"
 
 # --- no CIB, not a CIB ----------------------------------------------------
 echo '<config/>' >bad.xml

@@ -177,15 +177,17 @@ if [ -x "$top_builddir/clraid-policyd" ]; then
 	cleanup_fn "kill $PD_PID 2>/dev/null"
 	pd_line() { grep -q -- "$1" "$S/policyd.log"; }
 	wait_for "clraid-policyd: watching, quorum, n1 a member" 20 pd_line \
-		'watching the CIB: {"have_quorum":true,.*{"name":"n1","id":"[^"]*","in_ccm":true,"online":true,"member":true'
-	pcs resource update arr last_device_action=error freeze_timeout=90s >"$S/pcs.out" 2>&1 ||
-		{ cat "$S/pcs.out"; fail "pcs resource update (policy)"; }
+		'watching the CIB as node n1: {"have_quorum":true,.*{"name":"n1","id":"[^"]*","in_ccm":true,"online":true,"member":true'
+	pcs resource update arr last_device_action=error freeze_timeout=90s probe_timeout=3s \
+		error_window=40s >"$S/pcs.out" 2>&1 || { cat "$S/pcs.out"; fail "pcs resource update (policy)"; }
 	wait_for "clraid-policyd: the policy change logged" 20 pd_line \
 		'resource arr (array live): policy {"path_failure_action":"fence","last_device_action":"error","fence_action":"reboot","freeze_timeout_ms":90000,'
 	grep 'resource arr' "$S/policyd.log" | tail -n 1
-	kill "$PD_PID"
-	wait "$PD_PID" 2>/dev/null || true
-	grep -q 'stopping' "$S/policyd.log" || { cat "$S/policyd.log"; fail "clraid-policyd did not stop on SIGTERM"; }
+	# what this node's engine sees, published for the decider: 2 members,
+	# 1 can be lost, no errors
+	wait_for "crm_mon -A: clraid-policyd's evidence n=2 r=1" 20 mon_attr 'clraid-live-io[[:space:]]*: n=2 r=1[[:space:]]*$'
+else
+	PD_PID=
 fi
 
 for l in 0 10 20; do
@@ -219,6 +221,39 @@ for l in 0 10 20; do
 done
 step "degraded: resource started, no failed action, force-check 0/10/20 ok"
 
+# --- the last member fails: evidence, probe, decision ----------------------
+# The operator's fail counted no I/O error; the array can lose nothing more.
+# Reads of the last member now fail: the engine freezes the array (a read
+# waits), counts the error; clraid-policyd publishes it, probes the member
+# from this node (fails), and as the decider (the DC) decides row 10 with
+# last_device_action=error.  Then the fault is cleared, the blocked read
+# failed with clraid thaw --error, and the member re-added below.
+if [ "$CLRAID_LIVE_ENGINE" = real ] && [ -n "$PD_PID" ]; then
+	GOOD=${DEVS%% *}
+	wait_for "crm_mon -A: evidence n=2 r=0 after the fail" 20 mon_attr 'clraid-live-io[[:space:]]*: n=2 r=0[[:space:]]*$'
+	"$CLRAID" probe live "$GOOD" --run-dir "$TESTDIR/run" || fail "clraid probe of a healthy member"
+	"$CLRAID" fault live "$GOOD" read --run-dir "$TESTDIR/run" >/dev/null || fail "clraid fault"
+	if "$CLRAID" probe live "$GOOD" --run-dir "$TESTDIR/run"; then fail "the probe passed a member that cannot read"; fi
+	T_ERR=$(date +%s%3N)
+	nbdcopy "nbd+unix:///?socket=$TESTDIR/run/live.sock" null: >"$S/read.out" 2>&1 &
+	READ_PID=$!
+	cleanup_fn "kill $READ_PID 2>/dev/null"
+	wait_for "crm_mon -A: the error, the failed probe, frozen" 30 mon_attr \
+		'clraid-live-io[[:space:]]*: n=2 r=0 m0=path:[0-9]* p0=failed frozen'
+	T_EV=$(date +%s%3N)
+	wait_for "crm_mon -A: the decision, row 10" 30 mon_attr \
+		'clraid-live-decision[[:space:]]*: [-0-9]* [:0-9]* row 10 error: '
+	T_DEC=$(date +%s%3N)
+	crm_mon -1 -A | grep 'clraid-live-\(io\|decision\)'
+	grep 'decided: row 10' "$S/policyd.log" | head -n 1
+	echo "timings: error -> evidence $((T_EV - T_ERR)) ms, -> decision $((T_DEC - T_ERR)) ms (1 s ticks, attrd and CIB round trips)"
+	kill -0 "$READ_PID" 2>/dev/null || { cat "$S/read.out"; fail "the read did not wait on the frozen array"; }
+	"$CLRAID" fault live "$GOOD" clear --run-dir "$TESTDIR/run" >/dev/null || fail "clraid fault clear"
+	"$CLRAID" thaw live --error --run-dir "$TESTDIR/run" >/dev/null || fail "clraid thaw --error"
+	if wait "$READ_PID"; then fail "the blocked read succeeded after thaw --error"; fi
+	step "last member: frozen, decided, read failed by thaw --error"
+fi
+
 # The member comes back (re-added from the bitmap); the array is clean again.
 if [ "$CLRAID_LIVE_ENGINE" = real ]; then
 	"$CLRAID" re-add live "$BAD" --run-dir "$TESTDIR/run" >/dev/null || fail "clraid re-add"
@@ -228,6 +263,21 @@ fi
 wait_for "member re-added: state clean" 30 mon_attr 'clraid-live-state[[:space:]]*: clean'
 wait_for "member re-added: failed-devices 0" 10 mon_attr 'clraid-live-failed-devices[[:space:]]*: 0'
 wait_for "#health-clraid-live green again" 10 health green
+
+if [ -n "${PD_PID:-}" ]; then
+	if [ "$CLRAID_LIVE_ENGINE" = real ]; then
+		# the failed probe is retried (every probe_timeout) and now
+		# passes: the report is a transient, nothing to decide
+		wait_for "crm_mon -A: the probe passes again" 30 mon_attr \
+			'clraid-live-io[[:space:]]*: n=2 r=1 m0=path:[0-9]* p0=ok'
+		wait_for "clraid-policyd: nothing to decide" 20 pd_line 'array live: nothing to decide'
+	fi
+	kill "$PD_PID"
+	wait "$PD_PID" 2>/dev/null || true
+	grep -q 'stopping' "$S/policyd.log" || { cat "$S/policyd.log"; fail "clraid-policyd did not stop on SIGTERM"; }
+	no_pd_attrs() { ! crm_mon -1 -A 2>/dev/null | grep -q 'clraid-live-\(io\|decision\)'; }
+	wait_for "clraid-policyd's attributes gone with it" 20 no_pd_attrs
+fi
 
 # --- stop/start cycles -------------------------------------------------
 no_attrs() { ! crm_mon -1 -A 2>/dev/null | grep -q 'clraid-live-'; }
