@@ -203,16 +203,25 @@ static int need_running(struct clr_array *a, struct clr_err *e)
     return 0;
 }
 
+/* The member @path of a running array into *@mp.  Caller holds lock. */
+static int running_member_locked(struct clr_array *a, const char *path, struct arr_member **mp,
+                                 struct clr_err *e)
+{
+    int rc = need_running(a, e);
+
+    *mp = rc ? NULL : find_locked(a, path);
+    if (!rc && !*mp)
+        rc = clr_err_set(e, -ENOENT, "%s is not a member of '%s'", path, a->name);
+    return rc;
+}
+
 static int mgmt_fail_device(struct clr_array *a, const char *path, struct clr_err *e)
 {
     struct arr_member *m;
     int rc;
 
     clr_mutex_lock(&a->lock);
-    rc = need_running(a, e);
-    m = rc ? NULL : find_locked(a, path);
-    if (!rc && !m)
-        rc = clr_err_set(e, -ENOENT, "%s is not a member of '%s'", path, a->name);
+    rc = running_member_locked(a, path, &m, e);
     if (!rc && m->state == ARR_M_IN_SYNC && !clr_arr_enough_without(a, m->role))
         rc =
             clr_err_set(e, -EBUSY, "%s: failing it would leave '%s' without a full copy of the data; refused",
@@ -237,10 +246,7 @@ static int mgmt_remove_device(struct clr_array *a, const char *path, struct clr_
     int rc;
 
     clr_mutex_lock(&a->lock);
-    rc = need_running(a, e);
-    m = rc ? NULL : find_locked(a, path);
-    if (!rc && !m)
-        rc = clr_err_set(e, -ENOENT, "%s is not a member of '%s'", path, a->name);
+    rc = running_member_locked(a, path, &m, e);
     if (!rc && m->state != ARR_M_FAULTY && m->state != ARR_M_SPARE)
         rc = clr_err_set(e, -EBUSY, "%s is %s: fail it first ('clraid fail %s %s')", path,
                          mstate_names[m->state], a->name, path);
@@ -827,10 +833,7 @@ json_object *clr_array_probe_device(struct clr_array *a, const char *path, struc
     int rc;
 
     clr_mutex_lock(&a->lock);
-    rc = need_running(a, e);
-    m = rc ? NULL : find_locked(a, path);
-    if (!rc && !m)
-        rc = clr_err_set(e, -ENOENT, "%s is not a member of '%s'", path, a->name);
+    rc = running_member_locked(a, path, &m, e);
     if (!rc && (m->state == ARR_M_REMOVED || !m->io))
         rc = clr_err_set(e, -ENOENT, "%s was removed from '%s': nothing to probe", path, a->name);
     if (!rc)

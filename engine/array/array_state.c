@@ -197,14 +197,16 @@ unsigned clr_arr_redundancy_locked(struct clr_array *a)
     }
     if (!a->g.pers->enough(&a->g, failed))
         return 0;
-    /* no level here survives more than three further losses except a wide
-     * mirror, which survives all but one */
+    /* a mirror survives all but one copy: no need to try every set (the
+     * status asks every second, under lock) */
+    if (strcmp(a->g.pers->name, "raid1") == 0)
+        return in_sync - 1;
+    /* the others fail within three further losses, unless RAID10 keeps
+     * four or more copies: then at least three */
     for (k = 1; k <= 3 && k < in_sync; k++)
         if (!survives_any(a, failed, 0, k))
             return k - 1;
-    if (k == in_sync)
-        return k - 1;
-    return strcmp(a->g.pers->name, "raid1") == 0 ? in_sync - 1 : k - 1;
+    return k - 1;
 }
 
 /* Degraded = some role without an in-sync member. Caller holds lock. */
