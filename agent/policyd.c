@@ -240,28 +240,34 @@ static const char *node_state(const struct clr_cib_node *n)
     return n->member ? "member" : n->in_ccm ? "in membership, not joined" : "down";
 }
 
+/* The text form of decision_json(): the same facts and decision. */
 static void print_decision(const struct clr_cib_facts *f, unsigned ai)
 {
-    struct clr_ev_state st;
-    struct clr_pol_facts pf;
-    struct clr_pol_decision d;
-    char bad[CLR_CIB_ERR_MAX * 2];
-    int rc;
+    json_object *o = decision_json(f, ai), *ev, *v, *d;
 
-    for (unsigned n = 0; n < f->n_nodes; n++)
-        if (f->array[ai].io[n][0])
-            printf("  evidence of %s: %s\n", f->node[n].name, f->array[ai].io[n]);
-    memset(&st, 0, sizeof(st));
-    rc = decide_array(f, ai, 1, &st, &pf, &d, bad, sizeof(bad));
-    if (bad[0])
-        printf("  evidence ignored: %s\n", bad);
-    if (rc < 0)
+    if (json_object_object_get_ex(o, "evidence", &ev)) {
+        json_object_object_foreach(ev, node, val)
+        {
+            printf("  evidence of %s: %s\n", node, json_object_get_string(val));
+        }
+    }
+    if (json_object_object_get_ex(o, "evidence_errors", &v) && v)
+        printf("  evidence ignored: %s\n", json_object_get_string(v));
+    if (!json_object_object_get_ex(o, "decision", &d) || !d) {
         printf("  decision: none (%s)\n",
-               rc == -ENOENT ? "this node is not in the CIB" : "no node runs the array");
-    else
-        printf("  decision: row %u %s: %s%s\n", d.row, clr_policy_action_name(d.action),
-               d.evidence[0] ? d.evidence : "nothing to do",
-               pf.decider ? "" : " (this node is not the decider)");
+               json_object_object_get_ex(o, "why_none", &v) ? json_object_get_string(v) : "?");
+    } else {
+        json_object *row, *act, *evd, *dec;
+
+        json_object_object_get_ex(d, "row", &row);
+        json_object_object_get_ex(d, "action", &act);
+        json_object_object_get_ex(d, "evidence", &evd);
+        json_object_object_get_ex(o, "decider", &dec);
+        printf("  decision: row %d %s: %s%s\n", json_object_get_int(row), json_object_get_string(act),
+               *json_object_get_string(evd) ? json_object_get_string(evd) : "nothing to do",
+               json_object_get_boolean(dec) ? "" : " (this node is not the decider)");
+    }
+    json_object_put(o);
 }
 
 static void print_text(const struct clr_cib_facts *f)
