@@ -1161,8 +1161,12 @@ static uint64_t cl_lost(struct arr_cluster *cl)
 
 /* A membership event that arrived at wall-clock @t changed the core's
  * lost slots from @was to @now: stamp the start or end of the write hold
- * for status, and say so.  @t is taken before the core saw the event, so
- * no write released by it completes before the end stamp. */
+ * for status, and say so.  The end is @t, taken before the core saw the
+ * event, so no write released by it completes before the end stamp.  The
+ * start is taken now, after the core applied the hold, so a write that
+ * completes after it was already admitted (at most one per client that
+ * has one write in flight): an event can take a millisecond or more to
+ * apply, and writes admitted meanwhile completed after @t. */
 static void hold_note(struct arr_cluster *cl, const struct clr_ls_event *ev, int64_t t, uint64_t was,
                       uint64_t now)
 {
@@ -1171,7 +1175,7 @@ static void hold_note(struct arr_cluster *cl, const struct clr_ls_event *ev, int
 
     clr_mutex_lock(&cl->mu);
     if (!was && now) {
-        cl->hold_start_ms = t;
+        cl->hold_start_ms = clr_arr_wall_ms();
         cl->hold_end_ms = 0;
     } else if (was && !now) {
         cl->hold_end_ms = t;
