@@ -177,6 +177,16 @@ int clr_array_readd_device(struct clr_array *a, const char *path, struct clr_err
  *  another sync action runs. */
 int clr_array_start_check(struct clr_array *a, bool repair, struct clr_err *e);
 
+/**
+ * The policy daemon's lease (doc/architecture.md §3.3): while it is fresh
+ * (renewed within @lease_ms), a member's I/O error in a cluster waits for
+ * the daemon's decision instead of failing the member at once: writes up
+ * to @confirm_ms, longer while @hold is renewed (the decision is to fence
+ * or to freeze).  @confirm_ms 0 detaches.  -EOPNOTSUPP without a cluster.
+ */
+int clr_array_policy(struct clr_array *a, uint32_t confirm_ms, uint32_t lease_ms, bool hold,
+                     struct clr_err *e);
+
 /** Fails every request blocked by a freeze with EIO and lets later ones
  *  fail at once until a member comes back. -EINVAL if not frozen. */
 int clr_array_thaw_error(struct clr_array *a, struct clr_err *e);

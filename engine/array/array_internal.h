@@ -73,6 +73,13 @@ struct arr_member {
     uint32_t io_errors[3];
     int last_errno;        /* positive; 0: none yet */
     int64_t last_error_ms; /* wall clock */
+    /* policy daemon attached (doc/architecture.md §3.3), under a->lock:
+     * the last error on it (monotonic ms; 0: none) makes reads avoid it
+     * for confirm_timeout; `held` writes whose leg failed on it wait for
+     * the decision, the first since held_since_ms */
+    uint64_t suspect_ms;
+    unsigned held;
+    uint64_t held_since_ms;
 };
 
 enum arr_action {
@@ -164,6 +171,13 @@ struct clr_array {
     bool frozen, thaw_err;
     unsigned quiesce; /* >0: new requests wait (member detach) */
     unsigned probing; /* policy probes using a member's io (detach waits) */
+    /* the policy daemon's lease (array_super.c, monotonic ms): attached
+     * while now < policy_until_ms; a held write waits confirm_ms for a
+     * decision, longer while now < policy_hold_until_ms (the decision is
+     * to fence or freeze: the daemon renews it) */
+    uint64_t policy_until_ms, policy_hold_until_ms;
+    uint32_t policy_confirm_ms;
+    uint64_t policy_holds, policy_timeouts; /* counters, for status */
     uint64_t blocked;
     unsigned inflight;
     uint64_t state_gen; /* bumped by every persistent change */
@@ -266,6 +280,10 @@ struct clr_array {
 int64_t clr_arr_wall_ms(void);
 void clr_arr_log(struct clr_array *a, int prio, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 uint64_t clr_arr_now_ns(void);
+static inline uint64_t clr_arr_now_ms(void)
+{
+    return clr_arr_now_ns() / 1000000u;
+}
 bool clr_arr_is_frozen(struct clr_array *a);
 void clr_arr_recompute_locked(struct clr_array *a);
 void clr_arr_sync_kick_locked(struct clr_array *a);
@@ -300,6 +318,10 @@ int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean);
 /* @err: the failed I/O's -errno (counted by class), or 0 for a failure on
  * request (`clraid fail`) */
 int clr_arr_member_failed(struct clr_array *a, struct arr_req *rq, struct arr_member *m, int err);
+/* A read on @m failed with @err: with a policy daemon attached (cluster,
+ * redundancy left) the error is counted, @m becomes suspect and 0 tells
+ * the caller to read another copy; otherwise clr_arr_member_failed(). */
+int clr_arr_read_failed(struct clr_array *a, struct arr_req *rq, struct arr_member *m, int err);
 /* arr_member.io_errors[] */
 enum {
     ARR_IOERR_MEDIA,
@@ -514,6 +536,9 @@ struct arr_view {
     struct arr_member *m[CLR_RAID_MAX_DISKS];
     enum arr_mstate st[CLR_RAID_MAX_DISKS];
     struct arr_member *wb[CLR_RAID_MAX_DISKS]; /* write-behind per role */
+    bool suspect[CLR_RAID_MAX_DISKS];          /* errored here while a policy
+                                       * daemon decides: reads try the
+                                       * other copies first */
 };
 void clr_arr_view(struct clr_array *a, struct arr_view *v);
 /* client writes: register in the current epoch / leave it */

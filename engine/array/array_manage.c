@@ -94,7 +94,7 @@ json_object *clr_array_status_json(struct clr_array *a)
 {
     json_object *o = json_object_new_object(), *devs = json_object_new_array(), *x;
     char uuid[36], layout[32];
-    uint64_t dirty, lock_ops, messages;
+    uint64_t dirty, lock_ops, messages, now = clr_arr_now_ms();
     const char *st;
 
     clr_mutex_lock(&a->bm_lock);
@@ -139,9 +139,24 @@ json_object *clr_array_status_json(struct clr_array *a)
                                m->last_errno ? json_object_new_string(errno_name(m->last_errno)) : NULL);
         json_object_object_add(x, "last_ms", m->last_errno ? json_object_new_int64(m->last_error_ms) : NULL);
         json_object_object_add(d, "io_errors", x);
+        if (m->held ||
+            (m->state == ARR_M_IN_SYNC && m->suspect_ms && now < m->suspect_ms + a->policy_confirm_ms)) {
+            x = json_object_new_object();
+            json_object_object_add(x, "held_writes", json_object_new_int64(m->held));
+            json_object_object_add(x, "held_for_ms",
+                                   m->held ? json_object_new_int64((int64_t)(now - m->held_since_ms)) : NULL);
+            json_object_object_add(d, "awaiting_decision", x);
+        }
         json_object_array_add(devs, d);
     }
     json_object_object_add(o, "devices", devs);
+    x = json_object_new_object();
+    json_object_object_add(x, "attached", json_object_new_boolean(a->cl && now < a->policy_until_ms));
+    json_object_object_add(x, "confirm_timeout_ms", json_object_new_int64(a->policy_confirm_ms));
+    json_object_object_add(x, "holding", json_object_new_boolean(now < a->policy_hold_until_ms));
+    json_object_object_add(x, "holds", json_object_new_int64((int64_t)a->policy_holds));
+    json_object_object_add(x, "timeouts", json_object_new_int64((int64_t)a->policy_timeouts));
+    json_object_object_add(o, "policy", x);
     json_object_object_add(o, "sync_action", json_object_new_string(clr_arr_action_name(a->action)));
     if (a->action != ARR_SYNC_IDLE) {
         uint64_t el = clr_arr_now_ns() - a->sync_start_ns;
@@ -854,6 +869,36 @@ json_object *clr_array_probe_device(struct clr_array *a, const char *path, struc
     pthread_cond_broadcast(&a->cond);
     clr_mutex_unlock(&a->lock);
     return o;
+}
+
+int clr_array_policy(struct clr_array *a, uint32_t confirm_ms, uint32_t lease_ms, bool hold,
+                     struct clr_err *e)
+{
+    uint64_t now = clr_arr_now_ms();
+
+    if (confirm_ms && !lease_ms)
+        return clr_err_set(e, -EINVAL, "policy: a lease (args.lease_ms) is required with confirm_ms");
+    clr_mutex_lock(&a->lock);
+    if (!a->cl) {
+        clr_mutex_unlock(&a->lock);
+        return clr_err_set(
+            e, -EOPNOTSUPP,
+            "policy: '%s' runs no cluster protocol (--lock local): its member failures stay md's", a->name);
+    }
+    if (!confirm_ms) {
+        a->policy_until_ms = a->policy_hold_until_ms = 0;
+    } else {
+        if (now >= a->policy_until_ms)
+            clr_arr_log(a, LOG_NOTICE,
+                        "policy daemon attached: a write error waits up to %u ms for its decision",
+                        confirm_ms);
+        a->policy_confirm_ms = confirm_ms;
+        a->policy_until_ms = now + lease_ms;
+        a->policy_hold_until_ms = hold ? now + lease_ms : 0;
+    }
+    pthread_cond_broadcast(&a->cond);
+    clr_mutex_unlock(&a->lock);
+    return 0;
 }
 
 int clr_array_fail_device(struct clr_array *a, const char *path, struct clr_err *e)

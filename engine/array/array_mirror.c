@@ -11,14 +11,27 @@
 
 #include "array/array_internal.h"
 
-/* In-sync copies of @x in map order ("first" is the same on every node). */
-static unsigned mirror_sources(const struct arr_view *v, const struct clr_raid_extent *x, uint32_t *idx)
+/* In-sync copies of @x in map order ("first" is the same on every node);
+ * copies under a policy decision (suspect here) after the others, *clean
+ * counts those before them. */
+static unsigned mirror_sources(const struct arr_view *v, const struct clr_raid_extent *x, uint32_t *idx,
+                               unsigned *clean)
 {
-    unsigned n = 0;
+    unsigned n = 0, sus = 0;
 
     for (uint32_t c = 0; c < x->ncopies; c++)
-        if (v->st[x->copy[c].disk] == ARR_M_IN_SYNC)
+        if (v->st[x->copy[c].disk] == ARR_M_IN_SYNC) {
+            if (v->suspect[x->copy[c].disk])
+                sus++;
+            else
+                idx[n++] = c;
+        }
+    *clean = n;
+    for (uint32_t c = 0; sus && c < x->ncopies; c++)
+        if (v->st[x->copy[c].disk] == ARR_M_IN_SYNC && v->suspect[x->copy[c].disk]) {
             idx[n++] = c;
+            sus--;
+        }
     return n;
 }
 
@@ -32,28 +45,30 @@ static int mirror_read(struct clr_array *a, struct arr_req *rq, uint8_t *buf, ui
     clr_arr_view(a, &v);
     while (n) {
         uint64_t k = clr_raid_chunk_piece(&a->g, ls, n);
-        unsigned ns, start;
+        unsigned ns, nc, start;
         int rc = -EIO;
 
         clr_raid_map(&a->g, ls, &x);
         if (k > x.run)
             k = x.run;
-        ns = mirror_sources(&v, &x, src);
+        ns = mirror_sources(&v, &x, src, &nc);
         if (ns == 0)
             return clr_arr_is_frozen(a) ? -EAGAIN : -EIO;
+        if (nc == 0)
+            nc = ns;
         /* Hashed round robin: a plain counter aliases with RAID10's
          * alternating copy sets and would starve one leg. */
         start = clr_arr_bm_region_needed(a, ls, k) || arr_cl_read_first(a, ls, ls + k)
                     ? 0
-                    : (unsigned)(((atomic_fetch_add(&a->rr, 1) * 0x9e3779b97f4a7c15ull) >> 40) % ns);
+                    : (unsigned)(((atomic_fetch_add(&a->rr, 1) * 0x9e3779b97f4a7c15ull) >> 40) % nc);
         for (unsigned t = 0; t < ns; t++) {
-            const struct clr_raid_loc *l = &x.copy[src[(start + t) % ns]];
+            const struct clr_raid_loc *l = &x.copy[src[t < nc ? (start + t) % nc : t]];
             struct arr_member *m = v.m[l->disk];
 
             rc = clr_io_pread(m->io, buf, k * ARR_SECTOR, arr_dev_off(m, l->sector));
             if (rc == 0)
                 break;
-            if (clr_arr_member_failed(a, rq, m, rc) == -EAGAIN)
+            if (clr_arr_read_failed(a, rq, m, rc) == -EAGAIN)
                 return -EAGAIN;
             v.st[l->disk] = ARR_M_FAULTY;
         }

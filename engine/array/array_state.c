@@ -46,11 +46,21 @@ int64_t clr_arr_wall_ms(void)
 
 void clr_arr_view(struct clr_array *a, struct arr_view *v)
 {
+    uint64_t now = 0;
+
     clr_mutex_lock(&a->lock);
     for (uint32_t r = 0; r < a->g.raid_disks; r++) {
-        v->m[r] = a->role_mem[r];
-        v->st[r] = v->m[r] ? v->m[r]->state : ARR_M_REMOVED;
+        struct arr_member *m = a->role_mem[r];
+
+        v->m[r] = m;
+        v->st[r] = m ? m->state : ARR_M_REMOVED;
         v->wb[r] = NULL;
+        v->suspect[r] = false;
+        if (m && (m->held || m->suspect_ms)) {
+            if (!now)
+                now = clr_arr_now_ms();
+            v->suspect[r] = m->held || now < m->suspect_ms + a->policy_confirm_ms;
+        }
     }
     for (unsigned i = 0; i < a->nmem; i++) {
         struct arr_member *m = a->mem[i];
@@ -273,6 +283,8 @@ bool clr_arr_mark_faulty_remote_locked(struct clr_array *a, struct arr_member *m
     if (role >= 0 && a->role_mem[role] == m)
         a->role_mem[role] = NULL;
     clr_arr_recompute_locked(a);
+    if (m->held)
+        pthread_cond_broadcast(&a->cond); /* writes held for the decision */
     return true;
 }
 
@@ -297,6 +309,8 @@ bool clr_arr_mark_faulty_locked(struct clr_array *a, struct arr_member *m)
     clr_arr_recompute_locked(a);
     if (role >= 0)
         clr_arr_take_spare_locked(a, role);
+    if (m->held)
+        pthread_cond_broadcast(&a->cond); /* writes held for the decision */
     return true;
 }
 

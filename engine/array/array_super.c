@@ -133,6 +133,91 @@ static void note_io_error_locked(struct arr_member *m, int err)
     m->last_error_ms = clr_arr_wall_ms();
 }
 
+/* ---- the policy daemon's hold (doc/architecture.md §3.3) ----
+ *
+ * With a policy daemon attached (its lease fresh) to a clustered array, an
+ * I/O error on a member that is not the last copy does not fail it at
+ * once.  A failed read makes it suspect (reads try other copies first)
+ * and is read elsewhere.  A failed write waits, unacknowledged, for the
+ * decision: the decider fails the disk cluster-wide (the member turns
+ * faulty here through METADATA_UPDATED, and the write completes without
+ * it, as md's would), or fences this node (the write never completes), or
+ * wait.  Nothing is acknowledged that the member lacks while another node
+ * may still read it.  With no decision within confirm_timeout, while the
+ * daemon does not renew the hold, the member fails here as md fails it. */
+
+static bool policy_applies_locked(struct clr_array *a, struct arr_member *m, uint64_t now)
+{
+    return a->cl && now < a->policy_until_ms && m->state == ARR_M_IN_SYNC && m->role >= 0 &&
+           clr_arr_enough_without(a, m->role);
+}
+
+int clr_arr_read_failed(struct clr_array *a, struct arr_req *rq, struct arr_member *m, int err)
+{
+    uint64_t now = clr_arr_now_ms();
+
+    clr_mutex_lock(&a->lock);
+    if (!policy_applies_locked(a, m, now)) {
+        clr_mutex_unlock(&a->lock);
+        return clr_arr_member_failed(a, rq, m, err);
+    }
+    note_io_error_locked(m, err);
+    if (!m->suspect_ms || now >= m->suspect_ms + a->policy_confirm_ms)
+        clr_arr_log(a, LOG_WARNING, "%s: read error (%s): read from another copy; the policy daemon decides",
+                    m->path, strerror(-err));
+    m->suspect_ms = now;
+    clr_mutex_unlock(&a->lock);
+    return 0;
+}
+
+/* Waits (a->lock held, dropped while waiting) until @m is no longer in
+ * sync (failed by the decision, here or by another node), the array stops,
+ * or confirm_timeout passed without a renewed hold.  -EAGAIN: stopping. */
+static int policy_hold_locked(struct clr_array *a, struct arr_member *m, int err)
+{
+    uint64_t now = clr_arr_now_ms(), deadline = now + a->policy_confirm_ms;
+    bool timed_out = false;
+
+    m->suspect_ms = now;
+    if (m->held++ == 0) {
+        m->held_since_ms = now;
+        a->policy_holds++;
+        clr_arr_log(a, LOG_WARNING,
+                    "%s: write error (%s): writes to it wait up to %u ms for the policy daemon's decision",
+                    m->path, strerror(-err), a->policy_confirm_ms);
+    }
+    while (m->state == ARR_M_IN_SYNC && !a->stopping && !a->crashed) {
+        uint64_t until = deadline > a->policy_hold_until_ms ? deadline : a->policy_hold_until_ms;
+        struct timespec ts;
+
+        now = clr_arr_now_ms();
+        if (now >= until) {
+            timed_out = true;
+            break;
+        }
+        /* wake at least every second: the daemon's hold is renewed
+         * without a signal */
+        if (until > now + 1000)
+            until = now + 1000;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += (time_t)((until - now) / 1000);
+        ts.tv_nsec += (long)((until - now) % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        clr_cond_timedwait(&a->cond, &a->lock, &ts);
+    }
+    if (--m->held == 0)
+        m->held_since_ms = 0;
+    if (timed_out && m->state == ARR_M_IN_SYNC) {
+        a->policy_timeouts++;
+        clr_arr_log(a, LOG_ERR, "%s: no policy decision within %u ms: failing it, as md does", m->path,
+                    a->policy_confirm_ms);
+    }
+    return a->stopping && m->state == ARR_M_IN_SYNC ? -EAGAIN : 0;
+}
+
 int clr_arr_member_failed(struct clr_array *a, struct arr_req *rq, struct arr_member *m, int err)
 {
     bool was, ok;
@@ -146,6 +231,10 @@ int clr_arr_member_failed(struct clr_array *a, struct arr_req *rq, struct arr_me
     clr_mutex_lock(&a->lock);
     if (err)
         note_io_error_locked(m, err);
+    if (err && policy_applies_locked(a, m, clr_arr_now_ms()) && policy_hold_locked(a, m, err)) {
+        clr_mutex_unlock(&a->lock);
+        return -EAGAIN;
+    }
     was = m->state == ARR_M_FAULTY;
     ok = clr_arr_mark_faulty_locked(a, m);
     if (!ok) {

@@ -8,7 +8,8 @@
 /* What each command needs in "args". */
 enum {
     NEEDS_DEVICE = 1u << 0,
-    NEEDS_FAULT = 1u << 1
+    NEEDS_FAULT = 1u << 1,
+    NEEDS_POLICY = 1u << 2
 };
 
 static const struct {
@@ -26,6 +27,7 @@ static const struct {
     [CLR_CTL_STOP] = { "stop", 0 },
     [CLR_CTL_FAULT] = { "fault", NEEDS_DEVICE | NEEDS_FAULT },
     [CLR_CTL_PROBE] = { "probe", NEEDS_DEVICE },
+    [CLR_CTL_POLICY] = { "policy", NEEDS_POLICY },
 };
 
 static const char *const fault_ops[] = {
@@ -124,6 +126,27 @@ static int decode_fault(json_object *args, struct clr_ctl_request *req, struct c
     return 0;
 }
 
+static int decode_policy(json_object *args, struct clr_ctl_request *req, struct clr_err *e)
+{
+    unsigned long long confirm = 0, lease = 0;
+    json_object *o;
+    int rc;
+
+    if (!args || !json_object_object_get_ex(args, "confirm_ms", NULL))
+        return clr_err_set(e, -EINVAL, "policy: args.confirm_ms is required (0 detaches)");
+    if ((rc = get_u64(args, "confirm_ms", 3600000, &confirm, e)) ||
+        (rc = get_u64(args, "lease_ms", 600000, &lease, e)))
+        return rc;
+    if (json_object_object_get_ex(args, "hold", &o)) {
+        if (!json_object_is_type(o, json_type_boolean))
+            return clr_err_set(e, -EINVAL, "policy: args.hold must be true or false");
+        req->hold = json_object_get_boolean(o);
+    }
+    req->confirm_ms = (unsigned)confirm;
+    req->lease_ms = (unsigned)lease;
+    return 0;
+}
+
 int clr_ctl_request_decode(const char *line, size_t len, struct clr_ctl_request *req, struct clr_err *e)
 {
     json_object *obj, *o, *args = NULL;
@@ -174,6 +197,11 @@ int clr_ctl_request_decode(const char *line, size_t len, struct clr_ctl_request 
     }
     if (cmd_table[req->cmd].needs & NEEDS_FAULT) {
         rc = decode_fault(args, req, e);
+        if (rc)
+            goto fail;
+    }
+    if (cmd_table[req->cmd].needs & NEEDS_POLICY) {
+        rc = decode_policy(args, req, e);
         if (rc)
             goto fail;
     }

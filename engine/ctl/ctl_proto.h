@@ -33,8 +33,9 @@ enum clr_ctl_cmd {
     CLR_CTL_REPAIR,
     CLR_CTL_THAW_ERROR,
     CLR_CTL_STOP,
-    CLR_CTL_FAULT, /**< test hook: io fault injection on one member */
-    CLR_CTL_PROBE, /**< the policy daemon's probe of one member */
+    CLR_CTL_FAULT,  /**< test hook: io fault injection on one member */
+    CLR_CTL_PROBE,  /**< the policy daemon's probe of one member */
+    CLR_CTL_POLICY, /**< the policy daemon's lease (confirm_ms, lease_ms, hold) */
     CLR_CTL_NCMDS
 };
 
@@ -55,9 +56,11 @@ struct clr_ctl_request {
     enum clr_ctl_fault_op fault_op;
     unsigned long long offset; /**< fault range; length 0 = whole device */
     unsigned long long length;
-    unsigned ms;      /**< fault delay */
-    int err;          /**< fault errno (positive), 0 = default */
-    json_object *obj; /**< owned: put with clr_ctl_request_free */
+    unsigned ms;                   /**< fault delay */
+    int err;                       /**< fault errno (positive), 0 = default */
+    unsigned confirm_ms, lease_ms; /**< policy: 0 confirm_ms detaches */
+    bool hold;                     /**< policy: the decision holds writes */
+    json_object *obj;              /**< owned: put with clr_ctl_request_free */
 };
 
 /** Name of @cmd on the wire ("re-add", "thaw-error", ...). */

@@ -1108,6 +1108,126 @@ static void test_ack_waits_for_announcement(void **s)
     rmfiles(&t);
 }
 
+/* ---- a policy daemon attached: errors wait for its decision ---- */
+
+/* devices[i].awaiting_decision.KEY, -1 if absent */
+static int64_t held_int(struct clr_array *a, unsigned i, const char *key)
+{
+    json_object *o = clr_array_status_json(a), *x = json_object_array_get_idx(jget(o, "devices"), i);
+    int64_t v = -1;
+
+    if (x && (x = jget(x, "awaiting_decision")) && (x = jget(x, key)))
+        v = json_object_get_int64(x);
+    json_object_put(o);
+    return v;
+}
+
+static void test_policy_hold(void **s)
+{
+    struct clr_array *a, *b;
+    struct bg_write x = { 0 };
+    uint8_t *bx = aligned_alloc(4096, 65536), *rd = aligned_alloc(4096, 65536);
+    struct clr_err e = { "" };
+    pthread_t tx;
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    memset(bx, 0x3c, 65536);
+    assert_int_equal(clr_array_pwrite(a, bx, 65536, 1 << 20, 0), 0);
+    /* a lease without a confirm time, or one without a cluster, is refused */
+    assert_int_equal(clr_array_policy(a, 1000, 0, false, &e), -EINVAL);
+    assert_int_equal(clr_array_policy(a, 60000, 60000, false, &e), 0);
+    assert_true(st_bool(a, "policy.attached"));
+    assert_false(st_bool(b, "policy.attached"));
+    /* reads that fail on d1 here are read from d0: nothing fails */
+    assert_int_equal(clr_io_fault_fail_range(clr_array_member_io(a, t.path[1]), CLR_IO_FAULT_READ, 0, 0, EIO),
+                     0);
+    for (unsigned i = 0; i < 8; i++) {
+        assert_int_equal(clr_array_pread(a, rd, 65536, 1 << 20), 0);
+        assert_memory_equal(bx, rd, 65536);
+    }
+    assert_true(dev_is(a, t.path[1], "in_sync"));
+    /* a write that fails on d1 waits for the decision, unacknowledged */
+    assert_int_equal(
+        clr_io_fault_fail_range(clr_array_member_io(a, t.path[1]), CLR_IO_FAULT_WRITE, 0, 0, EIO), 0);
+    memset(bx, 0x4d, 65536);
+    x = (struct bg_write){ .a = a, .buf = bx, .off = 1 << 20 };
+    pthread_create(&tx, NULL, bg_write_main, &x);
+    WAIT_FOR(held_int(a, 1, "held_writes") == 1, 5000);
+    assert_false(atomic_load(&x.done));
+    assert_true(dev_is(a, t.path[1], "in_sync"));
+    assert_true(dev_is(b, t.path[1], "in_sync"));
+    assert_int_equal(st_int(a, "policy.holds"), 1);
+    /* the decision, taken on the other node: fail the disk cluster-wide */
+    assert_int_equal(clr_array_fail_device(b, t.path[1], &e), 0);
+    pthread_join(tx, NULL);
+    assert_int_equal(x.rc, 0);
+    assert_true(dev_is(a, t.path[1], "faulty"));
+    assert_int_equal(held_int(a, 1, "held_writes"), -1);
+    assert_int_equal(st_int(a, "policy.timeouts"), 0);
+    assert_int_equal(clr_array_pread(b, rd, 65536, 1 << 20), 0);
+    assert_memory_equal(bx, rd, 65536);
+    assert_int_equal(clr_array_stop(a), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    clr_array_free(a);
+    clr_array_free(b);
+    free(bx);
+    free(rd);
+    rmfiles(&t);
+}
+
+/* No decision within confirm_timeout: the member fails as md fails it;
+ * while the daemon renews its hold, the write keeps waiting. */
+static void test_policy_hold_timeout(void **s)
+{
+    struct clr_array *a, *b;
+    struct bg_write x = { 0 };
+    uint8_t *bx = aligned_alloc(4096, 65536), *rd = aligned_alloc(4096, 65536);
+    struct clr_err e = { "" };
+    pthread_t tx;
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    memset(bx, 0x5e, 65536);
+    assert_int_equal(clr_array_pwrite(a, bx, 65536, 1 << 20, 0), 0);
+    /* confirm_timeout 200 ms, the hold renewed for a minute */
+    assert_int_equal(clr_array_policy(a, 200, 60000, true, &e), 0);
+    assert_true(st_bool(a, "policy.holding"));
+    assert_int_equal(
+        clr_io_fault_fail_range(clr_array_member_io(a, t.path[1]), CLR_IO_FAULT_WRITE, 0, 0, EIO), 0);
+    memset(bx, 0x6f, 65536);
+    x = (struct bg_write){ .a = a, .buf = bx, .off = 1 << 20 };
+    pthread_create(&tx, NULL, bg_write_main, &x);
+    /* still held well past confirm_timeout */
+    WAIT_FOR(held_int(a, 1, "held_for_ms") > 1000, 5000);
+    assert_false(atomic_load(&x.done));
+    /* the daemon stops holding (its decision went away): after
+     * confirm_timeout the member fails, as md's would */
+    assert_int_equal(clr_array_policy(a, 200, 60000, false, &e), 0);
+    pthread_join(tx, NULL);
+    assert_int_equal(x.rc, 0);
+    assert_int_equal(st_int(a, "policy.timeouts"), 1);
+    assert_true(dev_is(a, t.path[1], "faulty"));
+    WAIT_FOR(dev_is(b, t.path[1], "faulty"), 5000);
+    assert_int_equal(clr_array_pread(b, rd, 65536, 1 << 20), 0);
+    assert_memory_equal(bx, rd, 65536);
+    assert_int_equal(clr_array_stop(a), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    clr_array_free(a);
+    clr_array_free(b);
+    free(bx);
+    free(rd);
+    rmfiles(&t);
+}
+
 /* ---- re-add while another node writes without a pause ---- */
 
 struct loader {
@@ -1804,6 +1924,8 @@ int main(void)
         cmocka_unit_test(test_readd_rollback),
         cmocka_unit_test(test_rebuild_resumes),
         cmocka_unit_test(test_ack_waits_for_announcement),
+        cmocka_unit_test(test_policy_hold),
+        cmocka_unit_test(test_policy_hold_timeout),
         cmocka_unit_test(test_readd_under_load),
         cmocka_unit_test(test_rejoin_during_takeover),
         cmocka_unit_test(test_start_during_readd),

@@ -42,6 +42,33 @@ static void test_every_command_name_round_trips(void **state)
     assert_int_equal(clr_ctl_cmd_lookup("readd", &c), -EINVAL);
 }
 
+static void test_policy_command(void **state)
+{
+    struct clr_ctl_request r;
+    struct clr_err e = { "" };
+
+    assert_int_equal(
+        decode("{\"v\":1,\"cmd\":\"policy\",\"args\":{\"confirm_ms\":15000,\"lease_ms\":3000,\"hold\":true}}",
+               &r, &e),
+        0);
+    assert_int_equal(r.cmd, CLR_CTL_POLICY);
+    assert_int_equal(r.confirm_ms, 15000);
+    assert_int_equal(r.lease_ms, 3000);
+    assert_true(r.hold);
+    clr_ctl_request_free(&r);
+    /* detach: confirm_ms 0, no lease, no hold */
+    assert_int_equal(decode("{\"v\":1,\"cmd\":\"policy\",\"args\":{\"confirm_ms\":0}}", &r, &e), 0);
+    assert_int_equal(r.confirm_ms, 0);
+    assert_false(r.hold);
+    clr_ctl_request_free(&r);
+    assert_int_equal(decode("{\"v\":1,\"cmd\":\"policy\"}", &r, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "confirm_ms"));
+    assert_int_equal(decode("{\"v\":1,\"cmd\":\"policy\",\"args\":{\"confirm_ms\":-1}}", &r, &e), -ERANGE);
+    assert_int_equal(decode("{\"v\":1,\"cmd\":\"policy\",\"args\":{\"confirm_ms\":5,\"hold\":1}}", &r, &e),
+                     -EINVAL);
+    assert_non_null(strstr(e.msg, "hold"));
+}
+
 static void test_device_commands(void **state)
 {
     struct clr_ctl_request r;
@@ -207,10 +234,15 @@ static void test_request_encode(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_status_ok),       cmocka_unit_test(test_every_command_name_round_trips),
-        cmocka_unit_test(test_device_commands), cmocka_unit_test(test_fault),
-        cmocka_unit_test(test_malformed),       cmocka_unit_test(test_version_and_unknown),
-        cmocka_unit_test(test_oversized),       cmocka_unit_test(test_reply_encode_decode),
+        cmocka_unit_test(test_status_ok),
+        cmocka_unit_test(test_every_command_name_round_trips),
+        cmocka_unit_test(test_device_commands),
+        cmocka_unit_test(test_policy_command),
+        cmocka_unit_test(test_fault),
+        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_version_and_unknown),
+        cmocka_unit_test(test_oversized),
+        cmocka_unit_test(test_reply_encode_decode),
         cmocka_unit_test(test_request_encode),
     };
 
