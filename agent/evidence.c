@@ -288,10 +288,6 @@ int clr_evidence_facts(const struct clr_cib_facts *cf, unsigned ai, const char *
         pn->online = cn->member;
         if (!strcmp(cn->name, self))
             me = n;
-        if (cn->member && (lowest == CLR_POL_MAX_NODES || node_id(cn->id) < lowest_id)) {
-            lowest = n;
-            lowest_id = node_id(cn->id);
-        }
         if (!a->io[n][0])
             continue;
         if (clr_evidence_parse(a->io[n], &e, why, sizeof(why)) < 0) {
@@ -304,6 +300,10 @@ int clr_evidence_facts(const struct clr_cib_facts *cf, unsigned ai, const char *
             continue;
         pn->active = true;
         active++;
+        if (lowest == CLR_POL_MAX_NODES || node_id(cn->id) < lowest_id) {
+            lowest = n;
+            lowest_id = node_id(cn->id);
+        }
         if (e.n_devs > out->n_devs)
             out->n_devs = e.n_devs;
         if (e.redundancy < out->redundancy)
@@ -326,7 +326,18 @@ int clr_evidence_facts(const struct clr_cib_facts *cf, unsigned ai, const char *
         memset(st, 0, sizeof(*st));
         return -ENODATA;
     }
-    out->decider = cf->dc_uuid[0] ? !strcmp(cf->dc_uuid, cf->node[me].id) : lowest == me;
+    /* The DC decides if it runs the array (its clraid-policyd runs only
+     * where an array does); else the lowest node id that runs it. */
+    {
+        unsigned dc = CLR_POL_MAX_NODES;
+
+        for (unsigned n = 0; cf->dc_uuid[0] && n < cf->n_nodes; n++)
+            if (!strcmp(cf->dc_uuid, cf->node[n].id) && out->node[n].active)
+                dc = n;
+        if (dc == CLR_POL_MAX_NODES)
+            dc = lowest;
+        out->decider = dc == me;
+    }
     for (unsigned d = 0; d < out->n_devs; d++) {
         if (!(reported & (1ull << d))) {
             st->first_report_ms[d] = 0;

@@ -301,6 +301,31 @@ static void test_facts_edges(void **s)
     assert_int_equal(st.freeze_ms, 0);
 }
 
+static void test_facts_decider_runs_array(void **s)
+{
+    /* the DC (n1) does not run the array: no clraid-policyd there; the
+     * lowest id that runs it (n2) decides */
+    static const char xml[] = CIB("dc-uuid=\"1\"", NS("1", "true", "") NS("2", "true", IO("2", "n=2 r=1"))
+                                                       NS("3", "true", IO("3", "n=2 r=1")));
+    static const char dc_runs[] =
+        CIB("dc-uuid=\"3\"", NS("1", "true", IO("1", "n=2 r=1")) NS("2", "true", IO("2", "n=2 r=1"))
+                                 NS("3", "true", IO("3", "n=2 r=1")));
+
+    (void)s;
+    memset(&st, 0, sizeof(st));
+    assert_int_equal(facts_for(xml, "n1", 10), 0);
+    assert_false(pf.decider);
+    assert_int_equal(facts_for(xml, "n2", 10), 0);
+    assert_true(pf.decider);
+    assert_int_equal(facts_for(xml, "n3", 10), 0);
+    assert_false(pf.decider);
+    /* a DC that runs it decides, whatever its id */
+    assert_int_equal(facts_for(dc_runs, "n3", 10), 0);
+    assert_true(pf.decider);
+    assert_int_equal(facts_for(dc_runs, "n1", 10), 0);
+    assert_false(pf.decider);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -311,6 +336,7 @@ int main(void)
         cmocka_unit_test(test_facts_path_one_node),
         cmocka_unit_test(test_facts_everywhere),
         cmocka_unit_test(test_facts_edges),
+        cmocka_unit_test(test_facts_decider_runs_array),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
