@@ -22,7 +22,8 @@
 #define CLR_CIB_ERR_MAX    200
 /** Longest evidence attribute kept (agent/evidence.h): "n=64 r=64",
  *  64 "mII=media:65535" and 64 "pII=pending", "frozen" */
-#define CLR_CIB_ATTR_MAX 1800
+#define CLR_CIB_ATTR_MAX    1800
+#define CLR_CIB_PENDING_MAX 160
 
 struct clr_cib_node {
     char name[CLR_CIB_NAME_MAX]; /**< uname */
@@ -48,6 +49,10 @@ struct clr_cib_array {
     /** node n's transient attribute clraid-NAME-io (agent/evidence.h),
      *  "" if it has none; longer values are cut (and then fail to parse) */
     char io[CLR_POL_MAX_NODES][CLR_CIB_ATTR_MAX];
+    /** node n's clraid-NAME-pending: what its decider waits for ("fence
+     *  n2", "freeze", "error"; "" none): writes held for the decision
+     *  keep waiting while a decider publishes one */
+    char pending[CLR_POL_MAX_NODES][CLR_CIB_PENDING_MAX];
 };
 
 struct clr_cib_facts {

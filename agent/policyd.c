@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/utsname.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -40,6 +41,7 @@
 #include <crm/common/logging.h>
 #include <crm/cib/util.h>
 #include <crm/common/xml.h>
+#include <crm/stonith-ng.h>
 #include <glib-unix.h>
 #include <glib.h>
 #include <json-c/json.h>
@@ -95,12 +97,18 @@ struct tracked {
     bool have_last;
     struct clr_pol_decision last;
     bool decision_published;
+    char pending[CLR_CIB_PENDING_MAX]; /* as published ("": none) */
+    uint64_t fail_seen_ms;             /* monotonic: a fail-disk decision came up */
+    /* this node's engine: writes held for a decision, attached, health */
+    unsigned held;
+    bool engine_frozen, thawed_error;
+    const char *health; /* as published: NULL, "yellow", "red" */
 };
 static struct tracked tracked[CLR_CIB_MAX_ARRAYS];
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: clraid-policyd [--node NAME] [--once [--json]]\n"
+    fprintf(f, "usage: clraid-policyd [--node NAME] [--pidfile FILE | --once [--json]]\n"
                "       clraid-policyd --check-settings NAME=VALUE...\n"
                "Watches the CIB and the local engines, publishes this node's evidence and decides\n"
                "(doc/architecture.md §3.3).\n"
@@ -108,6 +116,8 @@ static void usage(FILE *f)
                "  --once             print the facts and decisions once and exit\n"
                "                     (CIB_file=FILE reads a file)\n"
                "  --json             with --once: as JSON\n"
+               "  --pidfile FILE     one daemon per node (FILE is locked; another start exits 0);\n"
+               "                     exits once no array of the CIB has run here for 10 s\n"
                "  --check-settings   validate policy parameters (exit 0, or 6 with the reason)\n"
                "Exit codes: 0 ok, 2 usage, 6 bad settings, 7 no CIB.\n");
 }
@@ -177,6 +187,39 @@ static json_object *facts_json(const struct clr_cib_facts *f)
     return o;
 }
 
+/* ---- fencing, as this node knows it ------------------------------------ */
+
+/* Where fencing of each node stands: requested by us (libstonithd's
+ * result callback), or done by anyone (the fencer's notifications:
+ * Pacemaker's own fencing counts).  Reset once the node is a member
+ * again. */
+struct fence_state {
+    char node[CLR_CIB_NAME_MAX];
+    uint8_t state;  /* enum clr_pol_fence */
+    uint64_t at_ms; /* monotonic: request, or result */
+    uint64_t requested_ms;
+};
+static struct fence_state fences[CLR_POL_MAX_NODES];
+
+static uint64_t mono_ms(void);
+
+static struct fence_state *fence_of(const char *node, bool add)
+{
+    struct fence_state *free_slot = NULL;
+
+    for (unsigned i = 0; i < CLR_POL_MAX_NODES; i++) {
+        if (fences[i].node[0] && !strcmp(fences[i].node, node))
+            return &fences[i];
+        if (!fences[i].node[0] && !free_slot)
+            free_slot = &fences[i];
+    }
+    if (!add || !free_slot)
+        return NULL;
+    memset(free_slot, 0, sizeof(*free_slot));
+    snprintf(free_slot->node, sizeof(free_slot->node), "%s", node);
+    return free_slot;
+}
+
 /* ---- deciding ---------------------------------------------------------- */
 
 /* The decision for array @ai as this node sees the CIB now; @st carries
@@ -190,8 +233,15 @@ static int decide_array(const struct clr_cib_facts *f, unsigned ai, uint64_t now
 
     if (rc < 0)
         return rc;
-    for (unsigned n = 0; n < f->n_nodes; n++)
+    for (unsigned n = 0; n < f->n_nodes; n++) {
+        const struct fence_state *fs = fence_of(f->node[n].name, false);
+
         names[n] = f->node[n].name;
+        if (fs && fs->state != CLR_POL_FENCE_NONE) {
+            pf->node[n].fence = fs->state;
+            pf->node[n].since_fence_ms = now_ms - fs->at_ms;
+        }
+    }
     pf->node_names = names;
     clr_policy_decide(pf, &f->array[ai].settings, d);
     return 0;
@@ -416,6 +466,10 @@ static int local_evidence(const struct clr_cib_array *a, struct tracked *t, uint
         e->n_devs = CLR_POL_MAX_DEVS;
     e->redundancy = (unsigned)jint(st, "redundancy");
     e->frozen = json_object_object_get_ex(st, "frozen", &v) && v;
+    t->engine_frozen = e->frozen;
+    if (!e->frozen)
+        t->thawed_error = false;
+    t->held = 0;
     memset(count, 0, sizeof(count));
     memset(last, 0, sizeof(last));
     if (json_object_object_get_ex(st, "devices", &devs) && json_object_is_type(devs, json_type_array)) {
@@ -435,6 +489,12 @@ static int local_evidence(const struct clr_cib_array *a, struct tracked *t, uint
 
                 if (json_object_object_get_ex(d, "path", &pj) && pj)
                     snprintf(t->path[role], sizeof(t->path[role]), "%s", json_object_get_string(pj));
+            }
+            {
+                json_object *aw;
+
+                if (json_object_object_get_ex(d, "awaiting_decision", &aw) && aw)
+                    t->held += (unsigned)jint(aw, "held_writes");
             }
             count[role][0] += (uint64_t)jint(x, "media");
             count[role][1] += (uint64_t)jint(x, "path");
@@ -653,8 +713,305 @@ static void publish(const char *what, const char *array, const char *value)
     attrd(name, value);
 }
 
-static void tick_array(const struct clr_cib_array *a, unsigned ai, struct tracked *t)
+/* ---- carrying decisions out ------------------------------------------ */
+
+static stonith_t *st_conn;
+static bool st_connected;
+
+static void fence_result(stonith_t *st, stonith_callback_data_t *data)
 {
+    char *node = data->userdata;
+    struct fence_state *fs = node ? fence_of(node, true) : NULL;
+
+    (void)st;
+    if (fs && fs->state == CLR_POL_FENCE_REQUESTED) {
+        fs->state = data->rc == pcmk_ok ? CLR_POL_FENCE_DONE : CLR_POL_FENCE_FAILED;
+        fs->at_ms = mono_ms();
+        syslog(data->rc == pcmk_ok ? LOG_NOTICE : LOG_ERR, "fencing of %s %s%s (%llu ms after the request)",
+               node, data->rc == pcmk_ok ? "succeeded" : "FAILED: ",
+               data->rc == pcmk_ok ? "" : pcmk_strerror(data->rc),
+               (unsigned long long)(fs->at_ms - fs->requested_ms));
+    }
+    free(node);
+}
+
+/* Fencing by anyone: Pacemaker's own, an operator's, another node's. */
+static void fence_notified(stonith_t *st, stonith_event_t *e)
+{
+    struct fence_state *fs;
+
+    (void)st;
+    if (!e || !e->target || !e->action || e->result != pcmk_ok)
+        return;
+    if (strcmp(e->action, "off") && strcmp(e->action, "reboot"))
+        return;
+    fs = fence_of(e->target, true);
+    if (!fs || fs->state == CLR_POL_FENCE_DONE)
+        return;
+    syslog(LOG_NOTICE, "%s was fenced (%s by %s for %s)", e->target, e->action,
+           e->executioner ? e->executioner : "?", e->client_origin ? e->client_origin : "?");
+    fs->state = CLR_POL_FENCE_DONE;
+    fs->at_ms = mono_ms();
+}
+
+static void fencer_lost(stonith_t *st, stonith_event_t *e)
+{
+    (void)st;
+    (void)e;
+    syslog(LOG_WARNING, "the connection to the fencer was lost: reconnecting when fencing is needed");
+    st_connected = false;
+}
+
+static bool fencer_connect(void)
+{
+    int rc;
+
+    if (st_connected)
+        return true;
+    if (!st_conn && !(st_conn = stonith_api_new())) {
+        syslog(LOG_ERR, "cannot create a fencer connection");
+        return false;
+    }
+    rc = st_conn->cmds->connect(st_conn, "clraid-policyd", NULL);
+    if (rc != pcmk_ok) {
+        syslog(LOG_ERR, "cannot connect to the fencer: %s", pcmk_strerror(rc));
+        return false;
+    }
+    st_conn->cmds->register_notification(st_conn, T_STONITH_NOTIFY_DISCONNECT, fencer_lost);
+    st_conn->cmds->register_notification(st_conn, T_STONITH_NOTIFY_FENCE, fence_notified);
+    st_connected = true;
+    return true;
+}
+
+#define FENCE_TIMEOUT_S 60
+
+static void fence_request(const char *node, enum clr_pol_fence_action action, const char *why)
+{
+    struct fence_state *fs = fence_of(node, true);
+    const char *act = action == CLR_POL_FENCE_OFF ? "off" : "reboot";
+    int call;
+
+    if (!fs || fs->state == CLR_POL_FENCE_REQUESTED || fs->state == CLR_POL_FENCE_DONE)
+        return;
+    fs->state = CLR_POL_FENCE_FAILED;
+    fs->requested_ms = fs->at_ms = mono_ms();
+    if (!fencer_connect())
+        return;
+    call = st_conn->cmds->fence(st_conn, st_opt_none, node, act, FENCE_TIMEOUT_S, 0);
+    if (call < 0) {
+        syslog(LOG_ERR, "cannot request fencing of %s: %s", node, pcmk_strerror(call));
+        return;
+    }
+    fs->state = CLR_POL_FENCE_REQUESTED;
+    syslog(LOG_CRIT, "fencing %s (%s): %s", node, act, why);
+    st_conn->cmds->register_callback(st_conn, call, FENCE_TIMEOUT_S + 10, st_opt_timeout_updates,
+                                     strdup(node), "clraid-fence", fence_result);
+}
+
+/* A control call that may take a while (failing a member writes every
+ * superblock and waits for every node), in its own thread. */
+struct ctl_job {
+    char ctl[sizeof(((struct clr_cib_array *)0)->run_dir) + CLR_CIB_NAME_MAX + 8];
+    char cmd[16];
+    char dev[256];
+    char rsc[CLR_CIB_NAME_MAX];
+    char array[CLR_CIB_NAME_MAX];
+    int rc;
+    char why[300];
+};
+
+static gboolean ctl_job_done(gpointer data)
+{
+    struct ctl_job *j = data;
+    struct tracked *t = find_tracked(j->rsc);
+
+    if (j->rc == 0) {
+        syslog(LOG_NOTICE, "array %s: %s%s%s: done", j->array, j->cmd, j->dev[0] ? " " : "", j->dev);
+    } else {
+        syslog(LOG_ERR, "array %s: %s%s%s failed: %s; trying again", j->array, j->cmd, j->dev[0] ? " " : "",
+               j->dev, j->why);
+        if (t)
+            t->have_last = false; /* the same decision is carried out again */
+    }
+    g_free(j);
+    return G_SOURCE_REMOVE;
+}
+
+static gpointer ctl_job_thread(gpointer data)
+{
+    struct ctl_job *j = data;
+    json_object *args = NULL, *res = NULL;
+    struct clr_err e = { "" };
+
+    if (j->dev[0]) {
+        args = json_object_new_object();
+        json_object_object_add(args, "device", json_object_new_string(j->dev));
+    }
+    j->rc = clr_ctl_call(j->ctl, j->cmd, args, 60000, &res, &e);
+    snprintf(j->why, sizeof(j->why), "%s", e.msg);
+    json_object_put(res);
+    g_idle_add(ctl_job_done, j);
+    return NULL;
+}
+
+static void ctl_job(const struct clr_cib_array *a, const char *cmd, const char *dev)
+{
+    struct ctl_job *j = g_new0(struct ctl_job, 1);
+    GError *gerr = NULL;
+    GThread *thread;
+
+    snprintf(j->ctl, sizeof(j->ctl), "%s/%s.ctl", a->run_dir, a->name);
+    snprintf(j->cmd, sizeof(j->cmd), "%s", cmd);
+    snprintf(j->dev, sizeof(j->dev), "%s", dev ? dev : "");
+    snprintf(j->rsc, sizeof(j->rsc), "%s", a->rsc);
+    snprintf(j->array, sizeof(j->array), "%s", a->name);
+    thread = g_thread_try_new("clraid-ctl", ctl_job_thread, j, &gerr);
+    if (!thread) {
+        syslog(LOG_ERR, "array %s: cannot start a thread for %s: %s", a->name, cmd,
+               gerr ? gerr->message : "?");
+        g_clear_error(&gerr);
+        g_free(j);
+        return;
+    }
+    g_thread_unref(thread);
+}
+
+/* The decider carries its decision out. */
+static void carry_out(const struct clr_cib_array *a, struct tracked *t, const struct clr_pol_decision *d)
+{
+    switch (d->action) {
+    case CLR_POL_FENCE:
+    case CLR_POL_FREEZE: /* row 9: `nodes` are the fencing to retry */
+        for (unsigned n = 0; n < facts.n_nodes; n++)
+            if (d->nodes & (1u << n)) {
+                struct fence_state *fs = fence_of(facts.node[n].name, true);
+
+                if (fs && fs->state == CLR_POL_FENCE_FAILED && d->action == CLR_POL_FREEZE)
+                    fs->state = CLR_POL_FENCE_NONE; /* retry */
+                fence_request(facts.node[n].name, d->fence_action, d->evidence);
+            }
+        break;
+    case CLR_POL_FAIL_DISK:
+        for (unsigned r = 0; r < CLR_POL_MAX_DEVS; r++)
+            if ((d->devs & (1ull << r)) && t->path[r][0]) {
+                syslog(LOG_CRIT, "array %s: failing member %u (%s) cluster-wide: %s", a->name, r, t->path[r],
+                       d->evidence);
+                ctl_job(a, "fail", t->path[r]);
+            }
+        break;
+    case CLR_POL_ERROR:
+        if (d->nodes)
+            syslog(LOG_WARNING,
+                   "array %s: path_failure_action=fail-disk (this node's I/O to the member fails, others' "
+                   "goes on) is not carried out by this engine yet: the held writes fail the member "
+                   "after confirm_timeout",
+                   a->name);
+        break; /* the last copy: every node thaws its engine (pending "error") */
+    default:
+        break;
+    }
+}
+
+/* A disk is failed cluster-wide only on probes this node ran after the
+ * decision came up: a failed probe stands until its retry, and the
+ * member may have come back meanwhile (a fault cleared, a re-add that
+ * brought redundancy back).  The decider runs the array (evidence.c), so
+ * its own probe is among those that failed.  false: wait for it. */
+static bool fresh_failed_probes(const struct clr_cib_array *a, struct tracked *t,
+                                const struct clr_pol_decision *d)
+{
+    bool fresh = true;
+
+    if (!t->fail_seen_ms) {
+        t->fail_seen_ms = mono_ms();
+        syslog(LOG_NOTICE, "array %s: a disk would fail cluster-wide: probing it again from this node first",
+               a->name);
+    }
+    for (unsigned r = 0; r < CLR_POL_MAX_DEVS; r++) {
+        if (!(d->devs & (1ull << r)))
+            continue;
+        if (t->probe_busy[r] || t->probe_done_ms[r] < t->fail_seen_ms) {
+            fresh = false;
+            if (!t->probe_busy[r] && t->path[r][0])
+                probe_start(a, t, r);
+        }
+    }
+    return fresh;
+}
+
+/* What the decider publishes while its decision is not settled: held
+ * writes keep waiting on every node (fence, freeze, fencing requested),
+ * or every frozen engine returns errors (error). */
+static void pending_of(const struct clr_pol_decision *d, const struct clr_pol_facts *pf, char *out,
+                       size_t len)
+{
+    size_t at = 0;
+
+    out[0] = '\0';
+    if (d->action == CLR_POL_FENCE || d->action == CLR_POL_FREEZE)
+        at = (size_t)snprintf(out, len, "%s", clr_policy_action_name(d->action));
+    else if (d->action == CLR_POL_ERROR && !d->nodes)
+        snprintf(out, len, "error");
+    else if (d->action == CLR_POL_NONE)
+        for (unsigned n = 0; n < pf->n_nodes; n++)
+            if (pf->node[n].fence == CLR_POL_FENCE_REQUESTED) {
+                at = (size_t)snprintf(out, len, "fencing");
+                break;
+            }
+    for (unsigned n = 0; at && at < len && n < pf->n_nodes; n++)
+        if ((d->nodes & (1u << n)) ||
+            (d->action == CLR_POL_NONE && pf->node[n].fence == CLR_POL_FENCE_REQUESTED))
+            at += (size_t)snprintf(out + at, len - at, " %s", pf->node_names ? pf->node_names[n] : "?");
+}
+
+/* Every node: the lease on the local engine (held writes wait while a
+ * decider has something pending), a thaw with errors when the decider
+ * says so, and this node's #health while a decision is pending. */
+static void engine_side(const struct clr_cib_array *a, unsigned ai, struct tracked *t, bool running)
+{
+    const char *pend = NULL, *health = NULL;
+    char ctl[sizeof(a->run_dir) + CLR_CIB_NAME_MAX + 8], name[CLR_CIB_NAME_MAX + 32];
+
+    for (unsigned n = 0; n < facts.n_nodes; n++)
+        if (facts.node[n].member && facts.array[ai].pending[n][0])
+            pend = facts.array[ai].pending[n];
+    if (running) {
+        json_object *args = json_object_new_object(), *res = NULL;
+        struct clr_err e = { "" };
+        bool hold = pend && strncmp(pend, "error", 5) != 0;
+
+        snprintf(ctl, sizeof(ctl), "%s/%s.ctl", a->run_dir, a->name);
+        json_object_object_add(args, "confirm_ms",
+                               json_object_new_int64(a->settings.confirm_timeout > 3600000
+                                                         ? 3600000
+                                                         : (int64_t)a->settings.confirm_timeout));
+        json_object_object_add(args, "lease_ms", json_object_new_int64(3 * TICK_MS));
+        json_object_object_add(args, "hold", json_object_new_boolean(hold));
+        if (clr_ctl_call(ctl, "policy", args, CTL_TIMEOUT, &res, &e) < 0)
+            syslog(LOG_DEBUG, "array %s: policy lease: %s", a->name, e.msg);
+        json_object_put(res);
+        if (pend && !strcmp(pend, "error") && t->engine_frozen && !t->thawed_error) {
+            syslog(LOG_CRIT,
+                   "array %s: the decider says the last copy failed (last_device_action=error): "
+                   "returning errors to the blocked I/O",
+                   a->name);
+            t->thawed_error = true;
+            ctl_job(a, "thaw-error", NULL);
+        }
+        if (t->held)
+            health = pend && strstr(pend, self) ? "red" : "yellow";
+    }
+    if (health != t->health) {
+        snprintf(name, sizeof(name), "#health-clraid-%s", a->name);
+        attrd(name, health);
+        t->health = health;
+    }
+}
+
+/* true if the array's engine runs on this node */
+static bool tick_array(const struct clr_cib_array *a, unsigned ai, struct tracked *t)
+{
+    bool running;
     struct clr_evidence e;
     struct clr_pol_facts pf;
     struct clr_pol_decision d;
@@ -663,6 +1020,7 @@ static void tick_array(const struct clr_cib_array *a, unsigned ai, struct tracke
 
     /* 1. this node's evidence, published when it changes */
     rc = local_evidence(a, t, real_ms(), &e);
+    running = rc == 0;
     if (rc == 0)
         probes_update(a, ai, t, &e);
     if (rc == 0 && clr_evidence_format(&e, value, sizeof(value)) == 0) {
@@ -686,7 +1044,9 @@ static void tick_array(const struct clr_cib_array *a, unsigned ai, struct tracke
             t->probe[r] = CLR_POL_PROBE_NOT_RUN;
         }
     }
-    /* 2. the decision from everyone's evidence, as the CIB has it */
+    /* 2. the engine's lease, a decider's "error", this node's health */
+    engine_side(a, ai, t, rc == 0);
+    /* 3. the decision from everyone's evidence, as the CIB has it */
     rc = decide_array(&facts, ai, mono_ms(), &t->st, &pf, &d, bad, sizeof(bad));
     if (bad[0])
         syslog(LOG_WARNING, "array %s: evidence ignored: %s", a->name, bad);
@@ -694,16 +1054,37 @@ static void tick_array(const struct clr_cib_array *a, unsigned ai, struct tracke
         if (t->have_last && t->decision_published)
             publish("decision", a->name, NULL);
         t->have_last = t->decision_published = false;
-        return;
+        if (t->pending[0])
+            publish("pending", a->name, NULL);
+        t->pending[0] = '\0';
+        return running;
     }
+    {
+        char pend[CLR_CIB_PENDING_MAX] = "";
+
+        if (pf.decider)
+            pending_of(&d, &pf, pend, sizeof(pend));
+        if (strcmp(pend, t->pending)) {
+            publish("pending", a->name, pend[0] ? pend : NULL);
+            snprintf(t->pending, sizeof(t->pending), "%s", pend);
+        }
+    }
+    if (d.action != CLR_POL_FAIL_DISK || !pf.decider)
+        t->fail_seen_ms = 0;
     if (t->have_last && same_decision(&t->last, &d))
-        return;
+        return running;
+    if (pf.decider && d.action == CLR_POL_FAIL_DISK && !fresh_failed_probes(a, t, &d))
+        return running;
+    t->fail_seen_ms = 0;
     if (d.action != CLR_POL_NONE || d.row)
-        syslog(pf.decider ? LOG_NOTICE : LOG_INFO,
-               "array %s: %s: row %u, %s: %s (not carried out: the engine acts on its own)", a->name,
+        syslog(pf.decider ? LOG_NOTICE : LOG_INFO, "array %s: %s: row %u, %s: %s", a->name,
                pf.decider ? "decided" : "would decide", d.row, clr_policy_action_name(d.action), d.evidence);
     else if (t->have_last && (t->last.action != CLR_POL_NONE || t->last.row))
-        syslog(LOG_INFO, "array %s: nothing to decide", a->name);
+        syslog(LOG_INFO, "array %s: nothing to decide%s%s", a->name, d.evidence[0] ? ": " : "", d.evidence);
+    else if (d.evidence[0] && pf.decider)
+        syslog(LOG_INFO, "array %s: %s", a->name, d.evidence);
+    if (pf.decider)
+        carry_out(a, t, &d);
     if (pf.decider && (d.action != CLR_POL_NONE || d.row)) {
         GDateTime *now = g_date_time_new_now_local();
         gchar *when = g_date_time_format(now, "%F %T");
@@ -717,10 +1098,19 @@ static void tick_array(const struct clr_cib_array *a, unsigned ai, struct tracke
     }
     t->last = d;
     t->have_last = true;
+    return running;
 }
+
+/* --pidfile (how the OCF agent runs it): one daemon per node, which
+ * leaves once no array of the CIB has run here for IDLE_EXIT_MS */
+static const char *pidfile;
+static uint64_t last_local_ms;
+#define IDLE_EXIT_MS 10000
 
 static gboolean on_tick(gpointer data)
 {
+    bool any = false;
+
     (void)data;
     for (unsigned i = 0; i < CLR_CIB_MAX_ARRAYS; i++)
         tracked[i].seen = false;
@@ -734,7 +1124,14 @@ static gboolean on_tick(gpointer data)
         if (!t)
             continue;
         t->seen = true;
-        tick_array(a, i, t);
+        any |= tick_array(a, i, t);
+    }
+    if (any || !last_local_ms)
+        last_local_ms = mono_ms();
+    else if (pidfile && mono_ms() - last_local_ms >= IDLE_EXIT_MS) {
+        syslog(LOG_NOTICE, "no clraid array has run on this node for %d s: exiting", IDLE_EXIT_MS / 1000);
+        g_main_loop_quit(loop);
+        return G_SOURCE_REMOVE;
     }
     /* resources deleted from the CIB: their attributes go too */
     for (unsigned i = 0; i < CLR_CIB_MAX_ARRAYS; i++) {
@@ -760,6 +1157,14 @@ static void unpublish_all(void)
             publish("io", facts.array[i].name, NULL);
         if (t->decision_published)
             publish("decision", facts.array[i].name, NULL);
+        if (t->pending[0])
+            publish("pending", facts.array[i].name, NULL);
+        if (t->health) {
+            char name[CLR_CIB_NAME_MAX + 32];
+
+            snprintf(name, sizeof(name), "#health-clraid-%s", facts.array[i].name);
+            attrd(name, NULL);
+        }
     }
 }
 
@@ -890,12 +1295,44 @@ static int check_settings(int argc, char **argv)
     return 0;
 }
 
+/* One daemon per node: the pid file is locked for the daemon's life.
+ * 0: ours; 1: another daemon holds it (not an error: the OCF agent
+ * starts one per array); -1: cannot use it. */
+static int take_pidfile(const char *path)
+{
+    char buf[32];
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+
+    if (fd < 0) {
+        fprintf(stderr, "clraid-policyd: cannot open %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        close(fd);
+        if (errno == EWOULDBLOCK)
+            return 1;
+        fprintf(stderr, "clraid-policyd: cannot lock %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, buf, strlen(buf), 0) != (ssize_t)strlen(buf)) {
+        fprintf(stderr, "clraid-policyd: cannot write %s: %s\n", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return 0; /* fd stays open, and locked, until we exit */
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "once", no_argument, NULL, 'o' },           { "json", no_argument, NULL, 'j' },
-        { "check-settings", no_argument, NULL, 'c' }, { "node", required_argument, NULL, 'n' },
-        { "help", no_argument, NULL, 'h' },           { NULL, 0, NULL, 0 },
+        { "once", no_argument, NULL, 'o' },
+        { "json", no_argument, NULL, 'j' },
+        { "check-settings", no_argument, NULL, 'c' },
+        { "node", required_argument, NULL, 'n' },
+        { "pidfile", required_argument, NULL, 'p' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
     };
     bool once = false, json = false, check = false;
     const char *file;
@@ -914,6 +1351,9 @@ int main(int argc, char **argv)
             break;
         case 'n':
             snprintf(self, sizeof(self), "%s", optarg);
+            break;
+        case 'p':
+            pidfile = optarg;
             break;
         case 'h':
             usage(stdout);
@@ -981,6 +1421,14 @@ int main(int argc, char **argv)
         cib_delete(cib);
         free_xml(current);
         return 0;
+    }
+    if (pidfile) {
+        rc = take_pidfile(pidfile);
+        if (rc != 0) {
+            cib->cmds->signoff(cib);
+            cib_delete(cib);
+            return rc > 0 ? 0 : EXIT_CONFIG;
+        }
     }
     loop = g_main_loop_new(NULL, FALSE);
     rc = cib->cmds->add_notify_callback(cib, T_CIB_DIFF_NOTIFY, on_diff);

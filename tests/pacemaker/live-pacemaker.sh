@@ -102,6 +102,7 @@ cleanup_fn stop_daemons
 dump_logs() {
 	echo "--- pacemaker.log (tail)"; tail -n 60 "$S/pacemaker.log" 2>/dev/null
 	echo "--- crm_mon"; crm_mon -1 -A 2>&1
+	echo "--- clraid-policyd (tail)"; tail -n 30 "$S/policyd.log" 2>/dev/null
 }
 
 corosync -f -c /etc/corosync/corosync.conf >"$S/corosync.out" 2>&1 &
@@ -226,8 +227,10 @@ step "degraded: resource started, no failed action, force-check 0/10/20 ok"
 # Reads of the last member now fail: the engine freezes the array (a read
 # waits), counts the error; clraid-policyd publishes it, probes the member
 # from this node (fails), and as the decider (the DC) decides row 10 with
-# last_device_action=error.  Then the fault is cleared, the blocked read
-# failed with clraid thaw --error, and the member re-added below.
+# last_device_action=error and carries it out: the blocked read fails.
+# Then the fault is cleared and the member re-added below; the stale
+# failed probe of the good member must not fail it then (the decider
+# probes again before it fails a disk).
 if [ "$CLRAID_LIVE_ENGINE" = real ] && [ -n "$PD_PID" ]; then
 	GOOD=${DEVS%% *}
 	wait_for "crm_mon -A: evidence n=2 r=0 after the fail" 20 mon_attr 'clraid-live-io[[:space:]]*: n=2 r=0[[:space:]]*$'
@@ -246,12 +249,14 @@ if [ "$CLRAID_LIVE_ENGINE" = real ] && [ -n "$PD_PID" ]; then
 	T_DEC=$(date +%s%3N)
 	crm_mon -1 -A | grep 'clraid-live-\(io\|decision\)'
 	grep 'decided: row 10' "$S/policyd.log" | head -n 1
-	echo "timings: error -> evidence $((T_EV - T_ERR)) ms, -> decision $((T_DEC - T_ERR)) ms (1 s ticks, attrd and CIB round trips)"
-	kill -0 "$READ_PID" 2>/dev/null || { cat "$S/read.out"; fail "the read did not wait on the frozen array"; }
+	# the decision carried out: the read that waited fails (EIO)
+	if wait "$READ_PID"; then cat "$S/read.out"; fail "the blocked read succeeded after the error decision"; fi
+	T_ACT=$(date +%s%3N)
+	grep -q 'returning errors to the blocked I/O' "$S/policyd.log" ||
+		{ cat "$S/policyd.log"; fail "clraid-policyd did not say it thawed the array with errors"; }
+	echo "timings: error -> evidence $((T_EV - T_ERR)) ms, -> decision $((T_DEC - T_ERR)) ms, -> read failed $((T_ACT - T_ERR)) ms (1 s ticks, attrd and CIB round trips)"
 	"$CLRAID" fault live "$GOOD" clear --run-dir "$TESTDIR/run" >/dev/null || fail "clraid fault clear"
-	"$CLRAID" thaw live --error --run-dir "$TESTDIR/run" >/dev/null || fail "clraid thaw --error"
-	if wait "$READ_PID"; then fail "the blocked read succeeded after thaw --error"; fi
-	step "last member: frozen, decided, read failed by thaw --error"
+	step "last member: frozen, decided, the blocked read failed by the decision"
 fi
 
 # The member comes back (re-added from the bitmap); the array is clean again.
@@ -271,6 +276,9 @@ if [ -n "${PD_PID:-}" ]; then
 		wait_for "crm_mon -A: the probe passes again" 30 mon_attr \
 			'clraid-live-io[[:space:]]*: n=2 r=1 m0=path:[0-9]* p0=ok'
 		wait_for "clraid-policyd: nothing to decide" 20 pd_line 'array live: nothing to decide'
+		! grep -q 'failing member' "$S/policyd.log" ||
+			{ grep 'failing member\|probing it again' "$S/policyd.log"; fail "clraid-policyd failed a member that works"; }
+		mon_attr 'clraid-live-failed-devices[[:space:]]*: 0' || fail "a member failed after the re-add"
 	fi
 	kill "$PD_PID"
 	wait "$PD_PID" 2>/dev/null || true
