@@ -80,7 +80,10 @@ static int bm_write_locked(struct clr_array *a, struct bm_fail *fails, unsigned 
         clr_mutex_lock(&a->lock);
         bool was = tgt[i]->state == ARR_M_FAULTY;
 
-        if (!clr_arr_mark_faulty_locked(a, tgt[i])) {
+        if (clr_arr_policy_applies_locked(a, tgt[i], clr_arr_now_ms())) {
+            /* the policy daemon decides: clr_arr_member_failed() below
+             * holds the flushing writer until it has */
+        } else if (!clr_arr_mark_faulty_locked(a, tgt[i])) {
             if (!a->frozen)
                 clr_arr_log(a, LOG_CRIT, "%s: bitmap write failed (%s) on the last copy: array frozen",
                             tgt[i]->path, strerror(-legs[i].res));

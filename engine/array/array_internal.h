@@ -318,6 +318,9 @@ int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean);
 /* @err: the failed I/O's -errno (counted by class), or 0 for a failure on
  * request (`clraid fail`) */
 int clr_arr_member_failed(struct clr_array *a, struct arr_req *rq, struct arr_member *m, int err);
+/* A policy daemon decides @m's errors now (cluster, lease fresh, @m in
+ * sync and not the last copy); a->lock held, @now monotonic ms. */
+bool clr_arr_policy_applies_locked(struct clr_array *a, struct arr_member *m, uint64_t now);
 /* A read on @m failed with @err: with a policy daemon attached (cluster,
  * redundancy left) the error is counted, @m becomes suspect and 0 tells
  * the caller to read another copy; otherwise clr_arr_member_failed(). */

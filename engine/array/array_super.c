@@ -146,7 +146,7 @@ static void note_io_error_locked(struct arr_member *m, int err)
  * may still read it.  With no decision within confirm_timeout, while the
  * daemon does not renew the hold, the member fails here as md fails it. */
 
-static bool policy_applies_locked(struct clr_array *a, struct arr_member *m, uint64_t now)
+bool clr_arr_policy_applies_locked(struct clr_array *a, struct arr_member *m, uint64_t now)
 {
     return a->cl && now < a->policy_until_ms && m->state == ARR_M_IN_SYNC && m->role >= 0 &&
            clr_arr_enough_without(a, m->role);
@@ -157,7 +157,7 @@ int clr_arr_read_failed(struct clr_array *a, struct arr_req *rq, struct arr_memb
     uint64_t now = clr_arr_now_ms();
 
     clr_mutex_lock(&a->lock);
-    if (!policy_applies_locked(a, m, now)) {
+    if (!clr_arr_policy_applies_locked(a, m, now)) {
         clr_mutex_unlock(&a->lock);
         return clr_arr_member_failed(a, rq, m, err);
     }
@@ -231,7 +231,7 @@ int clr_arr_member_failed(struct clr_array *a, struct arr_req *rq, struct arr_me
     clr_mutex_lock(&a->lock);
     if (err)
         note_io_error_locked(m, err);
-    if (err && policy_applies_locked(a, m, clr_arr_now_ms()) && policy_hold_locked(a, m, err)) {
+    if (err && clr_arr_policy_applies_locked(a, m, clr_arr_now_ms()) && policy_hold_locked(a, m, err)) {
         clr_mutex_unlock(&a->lock);
         return -EAGAIN;
     }

@@ -1151,11 +1151,13 @@ static void test_policy_hold(void **s)
         assert_memory_equal(bx, rd, 65536);
     }
     assert_true(dev_is(a, t.path[1], "in_sync"));
-    /* a write that fails on d1 waits for the decision, unacknowledged */
+    /* a write that fails on d1 waits for the decision, unacknowledged;
+     * at 8 MiB it dirties a new bitmap chunk, whose flush fails on d1
+     * first (that failure waits too) */
     assert_int_equal(
         clr_io_fault_fail_range(clr_array_member_io(a, t.path[1]), CLR_IO_FAULT_WRITE, 0, 0, EIO), 0);
     memset(bx, 0x4d, 65536);
-    x = (struct bg_write){ .a = a, .buf = bx, .off = 1 << 20 };
+    x = (struct bg_write){ .a = a, .buf = bx, .off = 8 << 20 };
     pthread_create(&tx, NULL, bg_write_main, &x);
     WAIT_FOR(held_int(a, 1, "held_writes") == 1, 5000);
     assert_false(atomic_load(&x.done));
@@ -1169,7 +1171,7 @@ static void test_policy_hold(void **s)
     assert_true(dev_is(a, t.path[1], "faulty"));
     assert_int_equal(held_int(a, 1, "held_writes"), -1);
     assert_int_equal(st_int(a, "policy.timeouts"), 0);
-    assert_int_equal(clr_array_pread(b, rd, 65536, 1 << 20), 0);
+    assert_int_equal(clr_array_pread(b, rd, 65536, 8 << 20), 0);
     assert_memory_equal(bx, rd, 65536);
     assert_int_equal(clr_array_stop(a), 0);
     assert_int_equal(clr_array_stop(b), 0);
