@@ -196,6 +196,7 @@ static json_object *facts_json(const struct clr_cib_facts *f)
 struct fence_state {
     char node[CLR_CIB_NAME_MAX];
     uint8_t state;  /* enum clr_pol_fence */
+    bool seen_down; /* out of the membership since the request */
     uint64_t at_ms; /* monotonic: request, or result */
     uint64_t requested_ms;
 };
@@ -750,6 +751,8 @@ static void fence_notified(stonith_t *st, stonith_event_t *e)
         return;
     syslog(LOG_NOTICE, "%s was fenced (%s by %s for %s)", e->target, e->action,
            e->executioner ? e->executioner : "?", e->client_origin ? e->client_origin : "?");
+    if (fs->state == CLR_POL_FENCE_NONE)
+        fs->seen_down = false;
     fs->state = CLR_POL_FENCE_DONE;
     fs->at_ms = mono_ms();
 }
@@ -794,6 +797,7 @@ static void fence_request(const char *node, enum clr_pol_fence_action action, co
     if (!fs || fs->state == CLR_POL_FENCE_REQUESTED || fs->state == CLR_POL_FENCE_DONE)
         return;
     fs->state = CLR_POL_FENCE_FAILED;
+    fs->seen_down = false;
     fs->requested_ms = fs->at_ms = mono_ms();
     if (!fencer_connect())
         return;
@@ -1107,11 +1111,32 @@ static const char *pidfile;
 static uint64_t last_local_ms;
 #define IDLE_EXIT_MS 10000
 
+/* A fenced node that left the membership and is back is a new node: its
+ * fencing is history (it must not count against it). */
+static void fences_update(void)
+{
+    for (unsigned i = 0; i < CLR_POL_MAX_NODES; i++) {
+        struct fence_state *fs = &fences[i];
+        const struct clr_cib_node *n;
+
+        if (!fs->node[0] || fs->state == CLR_POL_FENCE_NONE)
+            continue;
+        n = clr_cib_node_find(&facts, fs->node);
+        if (!n || !n->member) {
+            fs->seen_down = true;
+        } else if (fs->seen_down && fs->state != CLR_POL_FENCE_REQUESTED) {
+            syslog(LOG_INFO, "%s is a member again: its fencing is over", fs->node);
+            memset(fs, 0, sizeof(*fs));
+        }
+    }
+}
+
 static gboolean on_tick(gpointer data)
 {
     bool any = false;
 
     (void)data;
+    fences_update();
     for (unsigned i = 0; i < CLR_CIB_MAX_ARRAYS; i++)
         tracked[i].seen = false;
     for (unsigned i = 0; i < facts.n_arrays; i++) {

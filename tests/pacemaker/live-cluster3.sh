@@ -117,6 +117,7 @@ dump_logs() {
 		echo "--- n$i corosync"; tail -n 5 "$N/n$i/corosync.out" "$N/n$i/corosync.log" 2>/dev/null
 		echo "--- n$i pacemaker.log (tail)"; grep -E 'error|warning|clraid|fence' "$N/n$i/pacemaker.log" 2>/dev/null | tail -n 25
 		echo "--- n$i engine log (tail)"; tail -n 15 "$N/n$i/run/clraid/$NAME.log" 2>/dev/null
+		echo "--- n$i clraid-policyd (tail)"; tail -n 15 "$N/n$i/run/clraid/clraid-policyd.log" 2>/dev/null
 	done
 	echo "--- fence.log"; cat "$N/fence.log" 2>/dev/null
 	echo "--- crm_mon (n1)"; on 1 crm_mon -1 -A 2>&1 | head -n 60
@@ -509,6 +510,94 @@ scenario_6() {
 		done
 	done
 	echo "scenario 6: ok: crm_resource --force-check at depths 0, 10, 20 on n1, n2, n3 in $(($(now_ms) - t)) ms"
+}
+
+# --- clraid-policyd's decisions (issue 15's cases) ------------------------
+# pd_log I: node I's clraid-policyd log (the agent starts the daemon).
+pd_log() { echo "$N/n$1/run/clraid/clraid-policyd.log"; }
+# decided PATTERN: crm_mon shows a decision attribute matching PATTERN.
+decided() { on 1 crm_mon -1 -A 2>/dev/null | grep "clraid-$NAME-decision" | grep -q -- "$1"; }
+decision() { on 1 crm_mon -1 -A 2>/dev/null | grep "clraid-$NAME-decision" | sed 's/^ *\* //'; }
+# held_on I: node I's engine holds writes for a decision.
+held_on() { [ "$(st "$1" '[.devices[].awaiting_decision.held_writes // 0] | add')" -gt 0 ]; }
+# leg_state I K: the state of member LEGS[K] on node I.
+leg_state() { st "$1" ".devices[] | select(.path == \"${LEGS[$2]}\") | .state"; }
+leg_is() { [ "$(leg_state "$1" "$2")" = "$3" ]; }
+fault() { on "$1" timeout 20 "$CLRAID" fault "$NAME" "${LEGS[$2]}" "$3" >/dev/null || fail "n$1: clraid fault $3"; }
+# fences_after T_MS: fence actions the agent completed after T_MS.
+fences_after() { awk -v t="$1" '$4 == "done" && $1 > t' "$N/fence.log" 2>/dev/null; }
+policy_timings() { echo "error -> writes held $(($2 - $1)) ms -> decision $(($3 - $1)) ms -> $4 $(($5 - $1)) ms"; }
+# ever_in_sync_everywhere K: LEGS[K] is in sync on every running node.
+leg1_in_sync_on() { local i; for i in "$@"; do leg_is "$i" 1 in_sync || return 1; done; }
+
+# --- scenario 7 (case a): a path failure on one node ------------------------
+# n3 loses its path to the second member while all three write.  Its
+# writes to it wait for the decision; every node probes the member; n1
+# and n2 read and write it, n3 cannot: clraid-policyd on the DC decides
+# row 3 and fences n3 through libstonithd.  The member is failed nowhere;
+# n1 and n2 write on with both copies, n3's bitmap is taken over, and a
+# check finds both copies equal once n3 is back.
+scenario_7() {
+	local t0 t_held t_dec t_fence
+	start_writers 7
+	wait_for "n$V mid-write" 60 in_mid_round "$V"
+	t0=$(now_ms)
+	fault "$V" 1 vanish
+	wait_for "n$V: writes held for the decision" 30 held_on "$V"
+	t_held=$(now_ms)
+	wait_for "decision: row 3, fence n$V" 60 decided "row 3 fence: fence n$V"
+	t_dec=$(now_ms)
+	decision
+	wait_for "n$V fenced by clraid-policyd" 60 fenced_after "$V" "$t0"
+	t_fence=$(fenced_after "$V" "$t0")
+	grep -q "fencing n$V (reboot)" "$(pd_log 1)" || { cat "$(pd_log 1)"; fail "clraid-policyd on n1 did not fence n$V"; }
+	grep "decided: row 3" "$(pd_log 1)" | tail -n 1
+	wait_for "a survivor took n$V's bitmap over" 60 taker_after "$t0"
+	TAKER=$(taker_after "$t0")
+	wait_for "resync done on n$TAKER" 60 resync_done_after "$TAKER" "$(st "$TAKER" .cluster.last_takeover.at_ms)"
+	wait_for "n1 writes after the fence" 30 acks_after 1 "$t_fence"
+	stop_writers 7
+	survivors_ok 1 2
+	leg1_in_sync_on 1 2 || fail "the member n$V lost its path to was failed: n1 $(leg_state 1 1), n2 $(leg_state 2 1)"
+	[ "$(fences_after "$t0" | wc -l)" = 1 ] || { fences_after "$t0"; fail "more than the one fencing of n$V"; }
+	verify_data s7 1 2
+	rejoin "$V"
+	leg1_in_sync_on 1 2 3 || fail "the member is not in sync everywhere after n$V rejoined"
+	check_clean 1
+	verify_data s7-rejoined "$V"
+	echo "scenario 7 (issue 15 case a): ok: $(policy_timings "$t0" "$t_held" "$t_dec" "n$V fenced" "$t_fence"); the member stayed in sync on n1 and n2; check 0 mismatches after n$V rejoined"
+}
+
+# --- scenario 8 (case b): the same member fails on every node ---------------
+# All three lose the second member: every probe fails, the DC decides row 2
+# and fails it cluster-wide (the engines' held writes complete without it);
+# nobody is fenced; everyone writes on, degraded.  Then the member comes
+# back and is re-added.
+scenario_8() {
+	local t0 t_held t_dec t_fail i
+	start_writers 8
+	wait_for "n1 mid-write" 60 in_mid_round 1
+	t0=$(now_ms)
+	for i in 1 2 3; do fault "$i" 1 vanish; done
+	wait_for "writes held for the decision" 30 held_on 1
+	t_held=$(now_ms)
+	wait_for "decision: row 2, fail-disk" 60 decided "row 2 fail-disk"
+	t_dec=$(now_ms)
+	decision
+	for i in 1 2 3; do wait_for "n$i: the member failed" 60 leg_is "$i" 1 faulty; done
+	t_fail=$(now_ms)
+	for i in 1 2 3; do wait_for "n$i writes on, degraded" 30 acks_after "$i" "$t_fail"; done
+	stop_writers 8
+	survivors_ok 1 2 3
+	[ -z "$(fences_after "$t0")" ] || { fences_after "$t0"; fail "a node was fenced for a failing disk"; }
+	for i in 1 2 3; do st_is "$i" .state degraded || fail "n$i: state $(st "$i" .state), not degraded"; done
+	verify_data s8 1 2 3
+	for i in 1 2 3; do fault "$i" 1 clear; done
+	on 1 timeout 60 "$CLRAID" re-add "$NAME" "${LEGS[1]}" >/dev/null || fail "clraid re-add on n1"
+	for i in 1 2 3; do wait_for "n$i: the member back in sync" 90 leg_is "$i" 1 in_sync; done
+	for i in 1 2 3; do wait_for "n$i idle" 60 st_is "$i" .sync_action idle; done
+	check_clean 1
+	echo "scenario 8 (issue 15 case b): ok: $(policy_timings "$t0" "$t_held" "$t_dec" "failed on all 3" "$t_fail"); no fencing; all 3 wrote on degraded; re-added and clean"
 }
 
 # frozen: the victim's engine has frozen its I/O.
