@@ -915,6 +915,13 @@ static int reload_sb_ctx(struct clr_array *a, uint32_t dev_number, const struct 
             m->remote_rebuild = false;
             m->bitmap_recovery = false;
             clr_arr_log(a, LOG_NOTICE, "%s: %s", m->path, d->why);
+            /* a copy is back (re-added on another node): blocked I/O is
+             * retried, as on the node that re-added it (readd_preflight) */
+            if (a->frozen) {
+                a->frozen = a->thaw_err = false;
+                pthread_cond_broadcast(&a->cond);
+                clr_arr_log(a, LOG_NOTICE, "%s: a copy is back, array thawed", m->path);
+            }
         }
     }
     if (changed) {

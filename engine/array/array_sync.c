@@ -326,6 +326,11 @@ static int recover_cluster_check(struct clr_array *a, struct arr_member *m)
             m->recovery_offset = 0;
             clr_arr_recompute_locked(a);
             clr_arr_log(a, LOG_NOTICE, "%s: in sync (recovered by another node)", m->path);
+            if (a->frozen) {
+                a->frozen = a->thaw_err = false;
+                pthread_cond_broadcast(&a->cond);
+                clr_arr_log(a, LOG_NOTICE, "%s: a copy is back, array thawed", m->path);
+            }
         }
         a->state_gen++;
         clr_mutex_unlock(&a->lock);
