@@ -916,11 +916,12 @@ static void carry_out(const struct clr_cib_array *a, struct tracked *t, const st
     }
 }
 
-/* A disk is failed cluster-wide only on probes this node ran after the
- * decision came up: a failed probe stands until its retry, and the
- * member may have come back meanwhile (a fault cleared, a re-add that
- * brought redundancy back).  The decider runs the array (evidence.c), so
- * its own probe is among those that failed.  false: wait for it. */
+/* A disk is failed cluster-wide only on a probe this node ran after the
+ * decision came up, and that failed: a failed probe stands until its
+ * retry, and the member may have come back meanwhile (a fault cleared, a
+ * re-add that brought redundancy back).  The decider runs the array
+ * (evidence.c), so its own probe is among those the decision counts.
+ * false: wait (a passed probe is published, and the decision changes). */
 static bool fresh_failed_probes(const struct clr_cib_array *a, struct tracked *t,
                                 const struct clr_pol_decision *d)
 {
@@ -938,6 +939,8 @@ static bool fresh_failed_probes(const struct clr_cib_array *a, struct tracked *t
             fresh = false;
             if (!t->probe_busy[r] && t->path[r][0])
                 probe_start(a, t, r);
+        } else if (t->probe[r] != CLR_POL_PROBE_FAILED) {
+            fresh = false; /* it passed: the decision changes once published */
         }
     }
     return fresh;
@@ -966,6 +969,17 @@ static void pending_of(const struct clr_pol_decision *d, const struct clr_pol_fa
         if ((d->nodes & (1u << n)) ||
             (d->action == CLR_POL_NONE && pf->node[n].fence == CLR_POL_FENCE_REQUESTED))
             at += (size_t)snprintf(out + at, len - at, " %s", pf->node_names ? pf->node_names[n] : "?");
+}
+
+/* The decider's pending value names @node ("fence n2 n3"). */
+static bool pending_names(const char *pend, const char *node)
+{
+    size_t n = strlen(node);
+
+    for (const char *p = pend ? strchr(pend, ' ') : NULL; p; p = strchr(p + 1, ' '))
+        if (!strncmp(p + 1, node, n) && (p[1 + n] == ' ' || p[1 + n] == '\0'))
+            return true;
+    return false;
 }
 
 /* Every node: the lease on the local engine (held writes wait while a
@@ -1003,10 +1017,10 @@ static void engine_side(const struct clr_cib_array *a, unsigned ai, struct track
             ctl_job(a, "thaw-error", NULL);
         }
         if (t->held)
-            health = pend && strstr(pend, self) ? "red" : "yellow";
+            health = pending_names(pend, self) ? "red" : "yellow";
     }
     if (health != t->health) {
-        snprintf(name, sizeof(name), "#health-clraid-%s", a->name);
+        snprintf(name, sizeof(name), "#health-clraid-%s-decision", a->name);
         attrd(name, health);
         t->health = health;
     }
@@ -1187,7 +1201,7 @@ static void unpublish_all(void)
         if (t->health) {
             char name[CLR_CIB_NAME_MAX + 32];
 
-            snprintf(name, sizeof(name), "#health-clraid-%s", facts.array[i].name);
+            snprintf(name, sizeof(name), "#health-clraid-%s-decision", facts.array[i].name);
             attrd(name, NULL);
         }
     }

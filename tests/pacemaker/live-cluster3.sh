@@ -19,6 +19,9 @@
 #   4 disable / enable: clean bitmaps, no resync on restart
 #   5 standby / unstandby of one node: no takeover, no resync
 #   6 crm_resource --force-check at depths 0, 10, 20 on every node
+#   7-11 clraid-policyd's decisions, issue 15's cases (a) to (e): a path
+#     failure on one node, a member failing everywhere, the last copy
+#     failing, the fence device failing, a minority partition
 # LIVE3_SCENARIOS="2 3" runs only those (each leaves all three nodes up).
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 CLRAID_PCMK_UNSHARE="-n -u"
@@ -515,15 +518,22 @@ scenario_6() {
 # --- clraid-policyd's decisions (issue 15's cases) ------------------------
 # pd_log I: node I's clraid-policyd log (the agent starts the daemon).
 pd_log() { echo "$N/n$1/run/clraid/clraid-policyd.log"; }
-# decided PATTERN: crm_mon shows a decision attribute matching PATTERN.
-decided() { on 1 crm_mon -1 -A 2>/dev/null | grep "clraid-$NAME-decision" | grep -q -- "$1"; }
+# decided PATTERN T_MS: crm_mon shows a decision attribute matching
+# PATTERN, taken at T_MS or later (the attribute keeps the last decision,
+# with its time in whole seconds).
+decided() {
+	local v t
+	v=$(on 1 crm_mon -1 -A 2>/dev/null | grep "clraid-$NAME-decision" | grep -- "$1") || return 1
+	t=$(date -d "$(sed -n 's/.*: \([0-9-]* [0-9:]*\) row .*/\1/p' <<<"$v")" +%s) || return 1
+	[ "$t" -ge $(($2 / 1000)) ]
+}
 decision() { on 1 crm_mon -1 -A 2>/dev/null | grep "clraid-$NAME-decision" | sed 's/^ *\* //'; }
 # held_on I: node I's engine holds writes for a decision.
 held_on() { [ "$(st "$1" '[.devices[].awaiting_decision.held_writes // 0] | add')" -gt 0 ]; }
 # leg_state I K: the state of member LEGS[K] on node I.
 leg_state() { st "$1" ".devices[] | select(.path == \"${LEGS[$2]}\") | .state"; }
 leg_is() { [ "$(leg_state "$1" "$2")" = "$3" ]; }
-fault() { on "$1" timeout 20 "$CLRAID" fault "$NAME" "${LEGS[$2]}" "$3" >/dev/null || fail "n$1: clraid fault $3"; }
+fault() { on "$1" timeout 20 "$CLRAID" fault "$NAME" "${LEGS[$2]}" "$3" >/dev/null || { dump_logs; fail "n$1: clraid fault $3"; }; }
 # fences_after T_MS: fence actions the agent completed after T_MS.
 fences_after() { awk -v t="$1" '$4 == "done" && $1 > t' "$N/fence.log" 2>/dev/null; }
 policy_timings() { echo "error -> writes held $(($2 - $1)) ms -> decision $(($3 - $1)) ms -> $4 $(($5 - $1)) ms"; }
@@ -545,7 +555,7 @@ scenario_7() {
 	fault "$V" 1 vanish
 	wait_for "n$V: writes held for the decision" 30 held_on "$V"
 	t_held=$(now_ms)
-	wait_for "decision: row 3, fence n$V" 60 decided "row 3 fence: fence n$V"
+	wait_for "decision: row 3, fence n$V" 60 decided "row 3 fence: fence n$V" "$t0"
 	t_dec=$(now_ms)
 	decision
 	wait_for "n$V fenced by clraid-policyd" 60 fenced_after "$V" "$t0"
@@ -581,7 +591,7 @@ scenario_8() {
 	for i in 1 2 3; do fault "$i" 1 vanish; done
 	wait_for "writes held for the decision" 30 held_on 1
 	t_held=$(now_ms)
-	wait_for "decision: row 2, fail-disk" 60 decided "row 2 fail-disk"
+	wait_for "decision: row 2, fail-disk" 60 decided "row 2 fail-disk" "$t0"
 	t_dec=$(now_ms)
 	decision
 	for i in 1 2 3; do wait_for "n$i: the member failed" 60 leg_is "$i" 1 faulty; done
@@ -600,6 +610,129 @@ scenario_8() {
 	echo "scenario 8 (issue 15 case b): ok: $(policy_timings "$t0" "$t_held" "$t_dec" "failed on all 3" "$t_fail"); no fencing; all 3 wrote on degraded; re-added and clean"
 }
 
+# --- scenario 9 (case c): the last copy fails ------------------------------
+# The second member is failed by hand, then the last one fails on every
+# node under writes: the engines freeze (nothing is acknowledged), the DC
+# decides row 10 with last_device_action=freeze; switched to error (pcs
+# resource update, no restart), the decision becomes row 10 error and
+# every engine fails the blocked writes with EIO.  Then the fault is
+# cleared and the second member re-added: every acknowledged write is
+# there.
+scenario_9() {
+	local t0 t_frozen t_dec t_dec2 t_err i inside
+	on 1 timeout 60 "$CLRAID" fail "$NAME" "${LEGS[1]}" >/dev/null || fail "clraid fail on n1"
+	for i in 1 2 3; do wait_for "n$i: redundancy 0" 30 st_is "$i" .redundancy 0; done
+	start_writers 9
+	wait_for "n1 mid-write" 60 in_mid_round 1
+	t0=$(now_ms)
+	for i in 1 2 3; do fault "$i" 0 vanish; done
+	for i in 1 2 3; do wait_for "n$i frozen" 30 frozen_on "$i"; done
+	t_frozen=$(now_ms)
+	wait_for "decision: row 10, freeze" 60 decided "row 10 freeze" "$t0"
+	t_dec=$(now_ms)
+	decision
+	for i in 1 2 3; do ! writer_failed "$i" || fail "n$i's writer got an error while the array was to stay frozen"; done
+	on 1 pcs resource update "$RES" last_device_action=error >/dev/null || fail "pcs resource update last_device_action=error"
+	wait_for "decision: row 10, error" 60 decided "row 10 error" "$t0"
+	t_dec2=$(now_ms)
+	decision
+	for i in 1 2 3; do wait_for "n$i's writer got EIO" 60 writer_failed "$i"; done
+	t_err=$(now_ms)
+	for i in 1 2 3; do
+		inside=$(cl_acks "${W_LOGS[i]}" | awk -v a="$t_frozen" -v b="$t_err" '$1 > a && $1 < b' | wc -l)
+		[ "$inside" = 0 ] || fail "n$i: $inside writes acknowledged while the array was frozen"
+	done
+	stop_writers 9
+	on 1 pcs resource update "$RES" last_device_action=freeze >/dev/null || fail "pcs resource update last_device_action=freeze"
+	for i in 1 2 3; do fault "$i" 0 clear; done
+	on 1 timeout 60 "$CLRAID" re-add "$NAME" "${LEGS[1]}" >/dev/null || fail "clraid re-add on n1"
+	for i in 1 2 3; do wait_for "n$i: the member back in sync" 90 leg_is "$i" 1 in_sync; done
+	for i in 1 2 3; do wait_for "n$i idle and not frozen" 60 eval "st_is $i .sync_action idle && ! frozen_on $i"; done
+	verify_data s9 1 2 3
+	check_clean 1
+	echo "scenario 9 (issue 15 case c): ok: last copy fails -> all 3 frozen $((t_frozen - t0)) ms -> decision row 10 freeze $((t_dec - t0)) ms, no write acknowledged or failed while frozen; last_device_action=error -> decision $((t_dec2 - t0)) ms -> EIO on all 3 $((t_err - t0)) ms; re-added, every acknowledged write read back"
+}
+
+# --- scenario 10 (case d): the fence device fails ---------------------------
+# As in scenario 7, but the fence device fails: fencing of n3 fails, the DC
+# decides row 9 (freeze, fail nothing); n3's writes stay held past
+# confirm_timeout, the member is failed nowhere.  Once the fence device
+# works again, the retried fencing completes the decision.
+scenario_10() {
+	local t0 t_held t_dec t_dec9 t_fix t_fence
+	start_writers 10
+	wait_for "n$V mid-write" 60 in_mid_round "$V"
+	: >"$N/fence-fails"
+	t0=$(now_ms)
+	fault "$V" 1 vanish
+	wait_for "n$V: writes held for the decision" 30 held_on "$V"
+	t_held=$(now_ms)
+	wait_for "decision: row 3, fence n$V" 60 decided "row 3 fence: fence n$V" "$t0"
+	t_dec=$(now_ms)
+	wait_for "fencing failed: decision row 9" 90 decided "row 9 freeze" "$t0"
+	t_dec9=$(now_ms)
+	decision
+	wait_for "n$V: writes held past confirm_timeout (15 s)" 60 held_longer_than "$V" 17000
+	leg1_in_sync_on 1 2 3 || fail "a member was failed while fencing failed"
+	st_is "$V" .policy.timeouts 0 || fail "n$V's engine stopped waiting for the decision"
+	rm -f "$N/fence-fails"
+	t_fix=$(now_ms)
+	wait_for "n$V fenced once the fence device works" 90 fenced_after "$V" "$t_fix"
+	t_fence=$(fenced_after "$V" "$t_fix")
+	[ "$(grep -c "fencing n$V (reboot)" "$(pd_log 1)")" -ge 2 ] || { cat "$(pd_log 1)"; fail "clraid-policyd did not retry the fencing"; }
+	wait_for "a survivor took n$V's bitmap over" 60 taker_after "$t0"
+	TAKER=$(taker_after "$t0")
+	wait_for "resync done on n$TAKER" 60 resync_done_after "$TAKER" "$(st "$TAKER" .cluster.last_takeover.at_ms)"
+	wait_for "n1 writes after the fence" 30 acks_after 1 "$t_fence"
+	stop_writers 10
+	survivors_ok 1 2
+	leg1_in_sync_on 1 2 || fail "the member was failed"
+	verify_data s10 1 2
+	rejoin "$V"
+	check_clean 1
+	verify_data s10-rejoined "$V"
+	echo "scenario 10 (issue 15 case d): ok: $(policy_timings "$t0" "$t_held" "$t_dec" "fencing failed, row 9 freeze" "$t_dec9"); held past confirm_timeout, nothing failed; fence device back -> fenced $((t_fence - t_fix)) ms later; check 0 mismatches after n$V rejoined"
+}
+
+# --- scenario 11 (case e): a minority partition decides nothing -------------
+# n3 is cut off and its fencing takes 20 s (fence-delay): meanwhile n3's
+# clraid-policyd, without quorum, decides row 8 (freeze, decide nothing)
+# even with a member failing there, and neither fences nor fails a disk.
+scenario_11() {
+	local t_cut t_r8 t_fence
+	echo 20 >"$N/fence-delay"
+	start_writers 11
+	wait_for "n$V mid-write" 60 in_mid_round "$V"
+	t_cut=$(now_ms)
+	ip link set "v$V" down
+	wait_for "n$V frozen" 30 frozen
+	fault "$V" 1 vanish
+	wait_for "n$V's clraid-policyd: no quorum, decides nothing" 30 \
+		grep -q "row 8, freeze: freeze: n$V has no quorum" "$(pd_log "$V")"
+	t_r8=$(now_ms)
+	grep "row 8" "$(pd_log "$V")" | head -n 1
+	wait_for "n$V fenced by Pacemaker (after the 20 s delay)" 90 fenced_after "$V" "$t_cut"
+	t_fence=$(fenced_after "$V" "$t_cut")
+	rm -f "$N/fence-delay"
+	! grep -q "fencing n\|failing member" "$(pd_log "$V")" ||
+		{ cat "$(pd_log "$V")"; fail "the minority's clraid-policyd acted"; }
+	wait_for "a survivor took n$V's bitmap over" 60 taker_after "$t_cut"
+	TAKER=$(taker_after "$t_cut")
+	wait_for "resync done on n$TAKER" 60 resync_done_after "$TAKER" "$(st "$TAKER" .cluster.last_takeover.at_ms)"
+	wait_for "n1 writes after the fence" 30 acks_after 1 "$t_fence"
+	stop_writers 11
+	survivors_ok 1 2
+	leg1_in_sync_on 1 2 || fail "a member was failed by the minority"
+	ip link set "v$V" up
+	verify_data s11 1 2
+	rejoin "$V"
+	verify_data s11-rejoined "$V"
+	echo "scenario 11 (issue 15 case e): ok: partition -> n$V's policy without quorum decided row 8 (nothing) in $((t_r8 - t_cut)) ms, fenced nobody, failed nothing; fenced by Pacemaker after $((t_fence - t_cut)) ms"
+}
+held_longer_than() { [ "$(st "$1" '[.devices[].awaiting_decision.held_for_ms // 0] | max')" -ge "$2" ]; }
+writer_failed() { grep -q "$CL_FAILED" "${W_LOGS[$1]}"; }
+frozen_on() { [ "$(on "$1" timeout 5 "$CLRAID" status "$NAME" --json 2>/dev/null | jq -r '.frozen != null or .state == "frozen"')" = true ]; }
+
 # frozen: the victim's engine has frozen its I/O.
 frozen() { [ "$(on "$V" timeout 5 "$CLRAID" status "$NAME" --json 2>/dev/null | jq -r '.frozen != null or .state == "frozen"')" = true ]; }
 # the majority writes again: acknowledgements after the fencing
@@ -610,7 +743,7 @@ slots_clean() {
 }
 
 V=3
-for sc in ${LIVE3_SCENARIOS:-1 2 3 4 5 6}; do
+for sc in ${LIVE3_SCENARIOS:-1 2 3 4 5 6 7 10 11 8 9}; do
 	"scenario_$sc"
 done
 
