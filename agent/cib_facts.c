@@ -266,7 +266,7 @@ static void read_nodes(xmlXPathContextPtr c, xmlNodePtr root, struct clr_cib_fac
 static void read_evidence(xmlXPathContextPtr c, xmlNodePtr p, const struct clr_cib_facts *f,
                           struct clr_cib_array *a)
 {
-    char want[CLR_CIB_NAME_MAX + 16], want_p[CLR_CIB_NAME_MAX + 16];
+    char want[CLR_CIB_NAME_MAX + 16], want_p[CLR_CIB_NAME_MAX + 16], want_d[CLR_CIB_NAME_MAX + 16];
     xmlXPathObjectPtr o;
     xmlNodePtr root = p;
 
@@ -274,6 +274,7 @@ static void read_evidence(xmlXPathContextPtr c, xmlNodePtr p, const struct clr_c
         return;
     snprintf(want, sizeof(want), "clraid-%s-io", a->name);
     snprintf(want_p, sizeof(want_p), "clraid-%s-pending", a->name);
+    snprintf(want_d, sizeof(want_d), "clraid-%s-decision", a->name);
     while (root->parent && root->parent->type == XML_ELEMENT_NODE)
         root = root->parent;
     o = xp(c, root, "status/node_state");
@@ -288,6 +289,8 @@ static void read_evidence(xmlXPathContextPtr c, xmlNodePtr p, const struct clr_c
             copy(a->io[k], sizeof(a->io[k]), v);
             v = nvpair(c, n, "transient_attributes/instance_attributes/nvpair", want_p);
             copy(a->pending[k], sizeof(a->pending[k]), v);
+            v = nvpair(c, n, "transient_attributes/instance_attributes/nvpair", want_d);
+            copy(a->decision[k], sizeof(a->decision[k]), v);
         }
     }
     xmlXPathFreeObject(o);

@@ -22,8 +22,9 @@
 #define CLR_CIB_ERR_MAX    200
 /** Longest evidence attribute kept (agent/evidence.h): "n=64 r=64",
  *  64 "mII=media:65535" and 64 "pII=pending", "frozen" */
-#define CLR_CIB_ATTR_MAX    1800
-#define CLR_CIB_PENDING_MAX 160
+#define CLR_CIB_ATTR_MAX     1800
+#define CLR_CIB_PENDING_MAX  160
+#define CLR_CIB_DECISION_MAX 320
 
 struct clr_cib_node {
     char name[CLR_CIB_NAME_MAX]; /**< uname */
@@ -53,6 +54,9 @@ struct clr_cib_array {
      *  n2", "freeze", "error"; "" none): writes held for the decision
      *  keep waiting while a decider publishes one */
     char pending[CLR_POL_MAX_NODES][CLR_CIB_PENDING_MAX];
+    /** node n's clraid-NAME-decision: its last decision as decider, with
+     *  the time it was taken ("" none) */
+    char decision[CLR_POL_MAX_NODES][CLR_CIB_DECISION_MAX];
 };
 
 struct clr_cib_facts {

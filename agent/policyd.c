@@ -987,12 +987,18 @@ static bool pending_names(const char *pend, const char *node)
  * says so, and this node's #health while a decision is pending. */
 static void engine_side(const struct clr_cib_array *a, unsigned ai, struct tracked *t, bool running)
 {
-    const char *pend = NULL, *health = NULL;
+    const char *pend = NULL, *health = NULL, *last = NULL;
     char ctl[sizeof(a->run_dir) + CLR_CIB_NAME_MAX + 8], name[CLR_CIB_NAME_MAX + 32];
 
-    for (unsigned n = 0; n < facts.n_nodes; n++)
+    for (unsigned n = 0; n < facts.n_nodes; n++) {
+        const char *dn = facts.array[ai].decision[n];
+
         if (facts.node[n].member && facts.array[ai].pending[n][0])
             pend = facts.array[ai].pending[n];
+        /* the newest decision: its time comes first, as text that sorts */
+        if (dn[0] && (!last || strcmp(dn, last) > 0))
+            last = dn;
+    }
     if (running) {
         json_object *args = json_object_new_object(), *res = NULL;
         struct clr_err e = { "" };
@@ -1005,6 +1011,8 @@ static void engine_side(const struct clr_cib_array *a, unsigned ai, struct track
                                                          : (int64_t)a->settings.confirm_timeout));
         json_object_object_add(args, "lease_ms", json_object_new_int64(3 * TICK_MS));
         json_object_object_add(args, "hold", json_object_new_boolean(hold));
+        json_object_object_add(args, "decision", last ? json_object_new_string(last) : NULL);
+        json_object_object_add(args, "pending", pend ? json_object_new_string(pend) : NULL);
         if (clr_ctl_call(ctl, "policy", args, CTL_TIMEOUT, &res, &e) < 0)
             syslog(LOG_DEBUG, "array %s: policy lease: %s", a->name, e.msg);
         json_object_put(res);

@@ -182,10 +182,12 @@ int clr_array_start_check(struct clr_array *a, bool repair, struct clr_err *e);
  * (renewed within @lease_ms), a member's I/O error in a cluster waits for
  * the daemon's decision instead of failing the member at once: writes up
  * to @confirm_ms, longer while @hold is renewed (the decision is to fence
- * or to freeze).  @confirm_ms 0 detaches.  -EOPNOTSUPP without a cluster.
+ * or to freeze).  @confirm_ms 0 detaches.  @decision and @pending (NULL:
+ * none), the daemon's last decision and what it waits for, are shown in
+ * the status.  -EOPNOTSUPP without a cluster.
  */
 int clr_array_policy(struct clr_array *a, uint32_t confirm_ms, uint32_t lease_ms, bool hold,
-                     struct clr_err *e);
+                     const char *decision, const char *pending, struct clr_err *e);
 
 /** Fails every request blocked by a freeze with EIO and lets later ones
  *  fail at once until a member comes back. -EINVAL if not frozen. */

@@ -495,6 +495,8 @@ void clr_array_free(struct clr_array *a)
     pthread_cond_destroy(&a->bm_cond);
     arr_cl_free(a);
     free(a->lock_backend);
+    free(a->policy_decision);
+    free(a->policy_pending);
     free(a->name);
     free(a);
 }

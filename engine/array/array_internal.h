@@ -178,6 +178,7 @@ struct clr_array {
     uint64_t policy_until_ms, policy_hold_until_ms;
     uint32_t policy_confirm_ms;
     uint64_t policy_holds, policy_timeouts; /* counters, for status */
+    char *policy_decision, *policy_pending; /* the daemon's, for status */
     uint64_t blocked;
     unsigned inflight;
     uint64_t state_gen; /* bumped by every persistent change */

@@ -156,6 +156,10 @@ json_object *clr_array_status_json(struct clr_array *a)
     json_object_object_add(x, "holding", json_object_new_boolean(now < a->policy_hold_until_ms));
     json_object_object_add(x, "holds", json_object_new_int64((int64_t)a->policy_holds));
     json_object_object_add(x, "timeouts", json_object_new_int64((int64_t)a->policy_timeouts));
+    json_object_object_add(x, "decision",
+                           a->policy_decision ? json_object_new_string(a->policy_decision) : NULL);
+    json_object_object_add(x, "pending",
+                           a->policy_pending ? json_object_new_string(a->policy_pending) : NULL);
     json_object_object_add(o, "policy", x);
     json_object_object_add(o, "sync_action", json_object_new_string(clr_arr_action_name(a->action)));
     if (a->action != ARR_SYNC_IDLE) {
@@ -872,7 +876,7 @@ json_object *clr_array_probe_device(struct clr_array *a, const char *path, struc
 }
 
 int clr_array_policy(struct clr_array *a, uint32_t confirm_ms, uint32_t lease_ms, bool hold,
-                     struct clr_err *e)
+                     const char *decision, const char *pending, struct clr_err *e)
 {
     uint64_t now = clr_arr_now_ms();
 
@@ -887,6 +891,7 @@ int clr_array_policy(struct clr_array *a, uint32_t confirm_ms, uint32_t lease_ms
     }
     if (!confirm_ms) {
         a->policy_until_ms = a->policy_hold_until_ms = 0;
+        decision = pending = NULL;
     } else {
         if (now >= a->policy_until_ms)
             clr_arr_log(a, LOG_NOTICE,
@@ -895,6 +900,22 @@ int clr_array_policy(struct clr_array *a, uint32_t confirm_ms, uint32_t lease_ms
         a->policy_confirm_ms = confirm_ms;
         a->policy_until_ms = now + lease_ms;
         a->policy_hold_until_ms = hold ? now + lease_ms : 0;
+    }
+    for (unsigned i = 0; i < 2; i++) {
+        char **dst = i ? &a->policy_pending : &a->policy_decision;
+        const char *src = i ? pending : decision;
+
+        if (src && *src && (!*dst || strcmp(*dst, src))) {
+            char *copy = strdup(src);
+
+            if (copy) {
+                free(*dst);
+                *dst = copy;
+            }
+        } else if (!src || !*src) {
+            free(*dst);
+            *dst = NULL;
+        }
     }
     pthread_cond_broadcast(&a->cond);
     clr_mutex_unlock(&a->lock);

@@ -111,6 +111,25 @@ static void print_human(const char *name, json_object *st)
     if (clr_json_path(st, "frozen") && !json_object_is_type(clr_json_path(st, "frozen"), json_type_null))
         printf("      FROZEN: %" PRId64 " requests blocked; 'clraid thaw %s --error' fails them with EIO\n",
                jint(st, "frozen.blocked_requests"), name);
+    if (clr_json_path(st, "policy.attached") &&
+        json_object_get_boolean(clr_json_path(st, "policy.attached"))) {
+        const char *pend = jstr(st, "policy.pending", NULL), *dec = jstr(st, "policy.decision", NULL);
+
+        printf("      policy: clraid-policyd attached (writes wait up to %" PRId64
+               " ms for a decision)%s%s\n",
+               jint(st, "policy.confirm_timeout_ms"), pend ? "; PENDING: " : "", pend ? pend : "");
+        if (dec)
+            printf("      policy: last decision %s\n", dec);
+    }
+    for (size_t i = 0; i < ndev; i++) {
+        json_object *d = json_object_array_get_idx(devs, i);
+        const char *path = jstr(d, "path", "?"), *base = strrchr(path, '/');
+
+        if (clr_json_path(d, "awaiting_decision"))
+            printf("      %s: AWAITING DECISION: %" PRId64 " write(s) held, for %" PRId64 " ms\n",
+                   base ? base + 1 : path, jint(d, "awaiting_decision.held_writes"),
+                   jint(d, "awaiting_decision.held_for_ms"));
+    }
     printf("      bitmap: %" PRId64 " dirty chunks of %" PRId64 " KiB; last resync %" PRId64
            " KiB; last check %" PRId64 " mismatches\n",
            jint(st, "bitmap.dirty_chunks"), jint(st, "bitmap.chunk_bytes") / 1024,

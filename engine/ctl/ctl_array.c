@@ -92,7 +92,9 @@ char *clr_ctl_array_handle(void *opaque, const struct clr_ctl_request *req)
         st = clr_array_probe_device(a, req->device, &e);
         return st ? clr_ctl_reply_ok(st) : reply_rc(-EINVAL, &e, "probe");
     case CLR_CTL_POLICY:
-        return reply_rc(clr_array_policy(a, req->confirm_ms, req->lease_ms, req->hold, &e), &e, "policy");
+        return reply_rc(
+            clr_array_policy(a, req->confirm_ms, req->lease_ms, req->hold, req->decision, req->pending, &e),
+            &e, "policy");
     case CLR_CTL_NCMDS:
         break;
     }

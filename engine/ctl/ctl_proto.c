@@ -142,6 +142,17 @@ static int decode_policy(json_object *args, struct clr_ctl_request *req, struct 
             return clr_err_set(e, -EINVAL, "policy: args.hold must be true or false");
         req->hold = json_object_get_boolean(o);
     }
+    for (unsigned i = 0; i < 2; i++) {
+        const char *key = i ? "pending" : "decision";
+
+        if (!json_object_object_get_ex(args, key, &o) || json_object_is_type(o, json_type_null))
+            continue;
+        if (!json_object_is_type(o, json_type_string) ||
+            (unsigned)json_object_get_string_len(o) > CLR_CTL_POLICY_TEXT_MAX)
+            return clr_err_set(e, -EINVAL, "policy: args.%s must be a string of at most %u bytes", key,
+                               CLR_CTL_POLICY_TEXT_MAX);
+        *(i ? &req->pending : &req->decision) = json_object_get_string(o);
+    }
     req->confirm_ms = (unsigned)confirm;
     req->lease_ms = (unsigned)lease;
     return 0;

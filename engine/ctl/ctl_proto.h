@@ -21,6 +21,8 @@
 #define CLR_CTL_VERSION 1
 /** Longest request or reply line accepted, newline excluded. */
 #define CLR_CTL_MAX_LINE (64u * 1024u)
+/** Longest decision or pending text the policy command carries. */
+#define CLR_CTL_POLICY_TEXT_MAX 400u
 
 /** Commands, one per table row in ctl_proto.c. */
 enum clr_ctl_cmd {
@@ -60,6 +62,8 @@ struct clr_ctl_request {
     int err;                       /**< fault errno (positive), 0 = default */
     unsigned confirm_ms, lease_ms; /**< policy: 0 confirm_ms detaches */
     bool hold;                     /**< policy: the decision holds writes */
+    const char *decision;          /**< policy: the last decision (or NULL) */
+    const char *pending;           /**< policy: what the decider waits for */
     json_object *obj;              /**< owned: put with clr_ctl_request_free */
 };
 

@@ -1139,9 +1139,23 @@ static void test_policy_hold(void **s)
     memset(bx, 0x3c, 65536);
     assert_int_equal(clr_array_pwrite(a, bx, 65536, 1 << 20, 0), 0);
     /* a lease without a confirm time, or one without a cluster, is refused */
-    assert_int_equal(clr_array_policy(a, 1000, 0, false, &e), -EINVAL);
-    assert_int_equal(clr_array_policy(a, 60000, 60000, false, &e), 0);
+    assert_int_equal(clr_array_policy(a, 1000, 0, false, NULL, NULL, &e), -EINVAL);
+    assert_int_equal(clr_array_policy(a, 60000, 60000, false, "row 3 fence: fence n2", "fence n2", &e), 0);
     assert_true(st_bool(a, "policy.attached"));
+    {
+        json_object *o = clr_array_status_json(a);
+
+        assert_string_equal(json_object_get_string(jget(o, "policy.decision")), "row 3 fence: fence n2");
+        assert_string_equal(json_object_get_string(jget(o, "policy.pending")), "fence n2");
+        json_object_put(o);
+    }
+    assert_int_equal(clr_array_policy(a, 60000, 60000, false, "row 3 fence: fence n2", NULL, &e), 0);
+    {
+        json_object *o = clr_array_status_json(a);
+
+        assert_null(jget(o, "policy.pending"));
+        json_object_put(o);
+    }
     assert_false(st_bool(b, "policy.attached"));
     /* reads that fail on d1 here are read from d0: nothing fails */
     assert_int_equal(clr_io_fault_fail_range(clr_array_member_io(a, t.path[1]), CLR_IO_FAULT_READ, 0, 0, EIO),
@@ -1201,7 +1215,7 @@ static void test_policy_hold_timeout(void **s)
     memset(bx, 0x5e, 65536);
     assert_int_equal(clr_array_pwrite(a, bx, 65536, 1 << 20, 0), 0);
     /* confirm_timeout 200 ms, the hold renewed for a minute */
-    assert_int_equal(clr_array_policy(a, 200, 60000, true, &e), 0);
+    assert_int_equal(clr_array_policy(a, 200, 60000, true, NULL, NULL, &e), 0);
     assert_true(st_bool(a, "policy.holding"));
     assert_int_equal(
         clr_io_fault_fail_range(clr_array_member_io(a, t.path[1]), CLR_IO_FAULT_WRITE, 0, 0, EIO), 0);
@@ -1213,7 +1227,7 @@ static void test_policy_hold_timeout(void **s)
     assert_false(atomic_load(&x.done));
     /* the daemon stops holding (its decision went away): after
      * confirm_timeout the member fails, as md's would */
-    assert_int_equal(clr_array_policy(a, 200, 60000, false, &e), 0);
+    assert_int_equal(clr_array_policy(a, 200, 60000, false, NULL, NULL, &e), 0);
     pthread_join(tx, NULL);
     assert_int_equal(x.rc, 0);
     assert_int_equal(st_int(a, "policy.timeouts"), 1);

@@ -67,6 +67,16 @@ static void test_policy_command(void **state)
     assert_int_equal(decode("{\"v\":1,\"cmd\":\"policy\",\"args\":{\"confirm_ms\":5,\"hold\":1}}", &r, &e),
                      -EINVAL);
     assert_non_null(strstr(e.msg, "hold"));
+    assert_int_equal(decode("{\"v\":1,\"cmd\":\"policy\",\"args\":{\"confirm_ms\":5,\"lease_ms\":5,"
+                            "\"decision\":\"row 2 fail-disk\",\"pending\":null}}",
+                            &r, &e),
+                     0);
+    assert_string_equal(r.decision, "row 2 fail-disk");
+    assert_null(r.pending);
+    clr_ctl_request_free(&r);
+    assert_int_equal(
+        decode("{\"v\":1,\"cmd\":\"policy\",\"args\":{\"confirm_ms\":5,\"decision\":7}}", &r, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "decision"));
 }
 
 static void test_device_commands(void **state)

@@ -555,10 +555,13 @@ scenario_7() {
 	fault "$V" 1 vanish
 	wait_for "n$V: writes held for the decision" 30 held_on "$V"
 	t_held=$(now_ms)
+	on "$V" "$CLRAID" status "$NAME" | grep 'AWAITING DECISION' || fail "clraid status on n$V does not show the held writes"
 	wait_for "decision: row 3, fence n$V" 60 decided "row 3 fence: fence n$V" "$t0"
 	t_dec=$(now_ms)
 	decision
 	wait_for "n$V fenced by clraid-policyd" 60 fenced_after "$V" "$t0"
+	wait_for "clraid status on n1 shows the decision" 20 status_shows 1 "policy: last decision .* row 3 fence: fence n$V"
+	on 1 "$CLRAID" status "$NAME" | grep 'policy:'
 	t_fence=$(fenced_after "$V" "$t0")
 	grep -q "fencing n$V (reboot)" "$(pd_log 1)" || { cat "$(pd_log 1)"; fail "clraid-policyd on n1 did not fence n$V"; }
 	grep "decided: row 3" "$(pd_log 1)" | tail -n 1
@@ -569,7 +572,9 @@ scenario_7() {
 	stop_writers 7
 	survivors_ok 1 2
 	leg1_in_sync_on 1 2 || fail "the member n$V lost its path to was failed: n1 $(leg_state 1 1), n2 $(leg_state 2 1)"
-	[ "$(fences_after "$t0" | wc -l)" = 1 ] || { fences_after "$t0"; fail "more than the one fencing of n$V"; }
+	# only n3 is fenced (Pacemaker may fence it once more, seeing it leave
+	# the membership before it learned of our fencing: harmless)
+	[ -z "$(fences_after "$t0" | awk -v n="n$V" '$3 != n')" ] || { fences_after "$t0"; fail "a node other than n$V was fenced"; }
 	verify_data s7 1 2
 	rejoin "$V"
 	leg1_in_sync_on 1 2 3 || fail "the member is not in sync everywhere after n$V rejoined"
@@ -729,6 +734,7 @@ scenario_11() {
 	verify_data s11-rejoined "$V"
 	echo "scenario 11 (issue 15 case e): ok: partition -> n$V's policy without quorum decided row 8 (nothing) in $((t_r8 - t_cut)) ms, fenced nobody, failed nothing; fenced by Pacemaker after $((t_fence - t_cut)) ms"
 }
+status_shows() { on "$1" "$CLRAID" status "$NAME" 2>/dev/null | grep -q -- "$2"; }
 held_longer_than() { [ "$(st "$1" '[.devices[].awaiting_decision.held_for_ms // 0] | max')" -ge "$2" ]; }
 writer_failed() { grep -q "$CL_FAILED" "${W_LOGS[$1]}"; }
 frozen_on() { [ "$(on "$1" timeout 5 "$CLRAID" status "$NAME" --json 2>/dev/null | jq -r '.frozen != null or .state == "frozen"')" = true ]; }
