@@ -196,10 +196,10 @@ static int policy_hold_locked(struct clr_array *a, struct arr_member *m, int err
             break;
         }
         /* wake at least every second: the daemon's hold is renewed
-         * without a signal */
+         * without a signal; a->cond waits on CLOCK_REALTIME */
         if (until > now + 1000)
             until = now + 1000;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
+        clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_sec += (time_t)((until - now) / 1000);
         ts.tv_nsec += (long)((until - now) % 1000) * 1000000L;
         if (ts.tv_nsec >= 1000000000L) {

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -1222,8 +1223,25 @@ static void test_policy_hold_timeout(void **s)
     memset(bx, 0x6f, 65536);
     x = (struct bg_write){ .a = a, .buf = bx, .off = 1 << 20 };
     pthread_create(&tx, NULL, bg_write_main, &x);
-    /* still held well past confirm_timeout */
-    WAIT_FOR(held_int(a, 1, "held_for_ms") > 1000, 5000);
+    /* still held well past confirm_timeout, waiting, not spinning: the
+     * process used far less CPU than the hold took */
+    {
+        struct rusage r0, r1;
+        struct timespec w0, w1;
+        int64_t cpu_ms, wall_ms;
+
+        getrusage(RUSAGE_SELF, &r0);
+        clock_gettime(CLOCK_MONOTONIC, &w0);
+        WAIT_FOR(held_int(a, 1, "held_for_ms") > 1500, 5000);
+        getrusage(RUSAGE_SELF, &r1);
+        clock_gettime(CLOCK_MONOTONIC, &w1);
+        cpu_ms =
+            (r1.ru_utime.tv_sec - r0.ru_utime.tv_sec + r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) * 1000 +
+            (r1.ru_utime.tv_usec - r0.ru_utime.tv_usec + r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) / 1000;
+        wall_ms = (w1.tv_sec - w0.tv_sec) * 1000 + (w1.tv_nsec - w0.tv_nsec) / 1000000;
+        if (cpu_ms * 2 > wall_ms)
+            fail_msg("a held write burned %lld ms of CPU in %lld ms", (long long)cpu_ms, (long long)wall_ms);
+    }
     assert_false(atomic_load(&x.done));
     /* the daemon stops holding (its decision went away): after
      * confirm_timeout the member fails, as md's would */
