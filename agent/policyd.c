@@ -448,7 +448,7 @@ static int local_evidence(const struct clr_cib_array *a, struct tracked *t, uint
                           struct clr_evidence *e)
 {
     char path[sizeof(a->run_dir) + CLR_CIB_NAME_MAX + 8];
-    uint64_t count[CLR_POL_MAX_DEVS][N_CLASSES], last[CLR_POL_MAX_DEVS];
+    uint64_t count[CLR_POL_MAX_DEVS][N_CLASSES], last[CLR_POL_MAX_DEVS], stall[CLR_POL_MAX_DEVS];
     json_object *st = NULL, *devs, *v;
     struct clr_err err;
     int rc;
@@ -473,6 +473,7 @@ static int local_evidence(const struct clr_cib_array *a, struct tracked *t, uint
     t->held = 0;
     memset(count, 0, sizeof(count));
     memset(last, 0, sizeof(last));
+    memset(stall, 0, sizeof(stall));
     if (json_object_object_get_ex(st, "devices", &devs) && json_object_is_type(devs, json_type_array)) {
         for (size_t i = 0; i < json_object_array_length(devs); i++) {
             json_object *d = json_object_array_get_idx(devs, i), *x, *r = NULL;
@@ -497,6 +498,8 @@ static int local_evidence(const struct clr_cib_array *a, struct tracked *t, uint
                 if (json_object_object_get_ex(d, "awaiting_decision", &aw) && aw)
                     t->held += (unsigned)jint(aw, "held_writes");
             }
+            if ((uint64_t)jint(d, "stalled_ms") > stall[role])
+                stall[role] = (uint64_t)jint(d, "stalled_ms");
             count[role][0] += (uint64_t)jint(x, "media");
             count[role][1] += (uint64_t)jint(x, "path");
             count[role][2] += (uint64_t)jint(x, "reservation");
@@ -505,8 +508,18 @@ static int local_evidence(const struct clr_cib_array *a, struct tracked *t, uint
         }
     }
     json_object_put(st);
-    for (unsigned d = 0; d < e->n_devs; d++)
+    for (unsigned d = 0; d < e->n_devs; d++) {
         member_evidence(t, d, count[d], last[d], now_ms, a->settings.error_window, e);
+        /* requests in flight and no completion for io_timeout: hung */
+        if (stall[d] >= a->settings.io_timeout) {
+            if (e->err[d] != CLR_POL_ERR_HUNG)
+                syslog(LOG_WARNING, "array %s: member %u (%s): no completion for %llu ms: hung", a->name, d,
+                       t->path[d], (unsigned long long)stall[d]);
+            e->err[d] = CLR_POL_ERR_HUNG;
+            if (!e->errors[d])
+                e->errors[d] = 1;
+        }
+    }
     return 0;
 }
 

@@ -139,6 +139,10 @@ json_object *clr_array_status_json(struct clr_array *a)
                                m->last_errno ? json_object_new_string(errno_name(m->last_errno)) : NULL);
         json_object_object_add(x, "last_ms", m->last_errno ? json_object_new_int64(m->last_error_ms) : NULL);
         json_object_object_add(d, "io_errors", x);
+        /* requests in flight and none completed for this long (a hang,
+         * once it passes the policy's io_timeout) */
+        json_object_object_add(d, "stalled_ms",
+                               json_object_new_int64(m->io ? (int64_t)clr_io_dev_stall_ms(m->io) : 0));
         if (m->held ||
             (m->state == ARR_M_IN_SYNC && m->suspect_ms && now < m->suspect_ms + a->policy_confirm_ms)) {
             x = json_object_new_object();

@@ -216,6 +216,11 @@ void clr_io_close(struct clr_io_dev *dev);
 /** Fill @info for @dev. Thread-safe. */
 void clr_io_dev_info(const struct clr_io_dev *dev, struct clr_io_dev_info *info);
 
+/** With requests in flight on @dev, ms since it last completed one (or
+ *  since the first was submitted); 0 when idle.  Coarse (a few ms):
+ *  for hang detection, whose thresholds are seconds. */
+uint64_t clr_io_dev_stall_ms(struct clr_io_dev *dev);
+
 /** "direct" or "buffered": the mode the device runs in, for status output. */
 const char *clr_io_dev_mode(const struct clr_io_dev *dev);
 

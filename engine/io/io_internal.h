@@ -50,6 +50,10 @@ struct clr_io_dev {
     atomic_int zero_mode;        /* enum clr_io_zero_mode */
     atomic_bool discard_nohide;  /* block devices: try NO_HIDE_STALE first */
     atomic_long inflight;        /* accepted requests not yet called back */
+    /* coarse monotonic ns of the last completion, or of the submission
+     * that found nothing in flight: with requests in flight, how long the
+     * device has made no progress (clr_io_dev_stall_ms) */
+    atomic_uint_least64_t progress_ns;
     struct clr_io_fault fault;
 };
 
@@ -60,6 +64,8 @@ enum clr_io_op {
     CLR_IO_OP_DISCARD,
     CLR_IO_OP_ZERO,
 };
+
+uint64_t clr_io_coarse_ns(void);
 
 /* One accepted request, from submission to callback. */
 struct clr_io_req {

@@ -213,6 +213,7 @@ int clr_io_open(struct clr_io_ctx *ctx, const char *path, unsigned flags, struct
     /* Block devices: ZERO_RANGE is BLKZEROOUT, which the kernel emulates. */
     atomic_init(&dev->zero_mode, CLR_IO_ZERO_RANGE);
     atomic_init(&dev->inflight, 0);
+    atomic_init(&dev->progress_ns, clr_io_coarse_ns());
     clr_io_fault_init(&dev->fault);
     clr_io_ctx_add_dev(ctx, dev);
     *devp = dev;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -146,9 +147,30 @@ static struct io_uring_sqe *get_sqe(struct clr_io_ctx *ctx)
 }
 
 /* Run the callback and forget the request. */
+uint64_t clr_io_coarse_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t clr_io_dev_stall_ms(struct clr_io_dev *dev)
+{
+    uint64_t p, now;
+
+    if (atomic_load(&dev->inflight) <= 0)
+        return 0;
+    p = atomic_load(&dev->progress_ns);
+    now = clr_io_coarse_ns();
+    return now > p ? (now - p) / 1000000u : 0;
+}
+
 void clr_io_req_deliver(struct clr_io_ctx *ctx, struct clr_io_req *r, int res)
 {
     struct clr_io_dev *dev = r->dev;
+
+    atomic_store(&dev->progress_ns, clr_io_coarse_ns());
 
     if (r->bounce) {
         if (r->op == CLR_IO_OP_READ && res >= 0) {
@@ -740,6 +762,10 @@ static int req_submit(struct clr_io_req *r)
             free(r);
         return -ESHUTDOWN;
     }
+    /* idle until now: the stall clock starts here (a device with a
+     * request in flight is never idle, so a hung one is never reset) */
+    if (atomic_load(&dev->inflight) == 0)
+        atomic_store(&dev->progress_ns, clr_io_coarse_ns());
     atomic_fetch_add(&dev->inflight, 1);
 
     if (dev->info.inline_io) {

@@ -178,6 +178,31 @@ static void test_delay(void **state)
     assert_int_equal(st.read_errors, 1);
 }
 
+/* A device with a request in flight and no completion is stalled, for as
+ * long as that lasts; idle, or once it completes, it is not. */
+static void test_stall(void **state)
+{
+    struct fixture *f = *state;
+    struct clr_io_wg wg;
+    int spins = 0;
+
+    assert_int_equal(clr_io_dev_stall_ms(f->dev), 0);
+    /* a completion long ago is no stall for the next request */
+    assert_int_equal(clr_io_pwrite(f->dev, f->buf, 4096, 0, 0), 0);
+    clr_io_fault_delay(f->dev, 1500);
+    clr_io_wg_init(&wg);
+    clr_io_wg_add(&wg, 1);
+    assert_int_equal(clr_io_write(f->dev, f->buf, 4096, 0, 0, clr_io_wg_done, &wg), 0);
+    assert_true(clr_io_dev_stall_ms(f->dev) < 500);
+    while (clr_io_dev_stall_ms(f->dev) < 300) {
+        assert_true(++spins < 1000); /* 10 s */
+        usleep(10000);
+    }
+    assert_int_equal(clr_io_wg_wait(&wg), 0);
+    assert_int_equal(clr_io_dev_stall_ms(f->dev), 0);
+    clr_io_fault_delay(f->dev, 0);
+}
+
 /* Delays do not serialise: many delayed requests overlap in time. */
 static void test_delay_concurrent(void **state)
 {
@@ -372,6 +397,7 @@ int main(void)
         T(test_fault_limits),
         T(test_vanish),
         T(test_delay),
+        T(test_stall),
         T(test_delay_concurrent),
         T(test_short_transfers),
         T(test_toggle_under_load),

@@ -21,7 +21,8 @@
 #   6 crm_resource --force-check at depths 0, 10, 20 on every node
 #   7-11 clraid-policyd's decisions, issue 15's cases (a) to (e): a path
 #     failure on one node, a member failing everywhere, the last copy
-#     failing, the fence device failing, a minority partition
+#     failing, the fence device failing, a minority partition; 12: I/O
+#     hung on one node (row 6)
 # LIVE3_SCENARIOS="2 3" runs only those (each leaves all three nodes up).
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 CLRAID_PCMK_UNSHARE="-n -u"
@@ -735,6 +736,39 @@ scenario_11() {
 	echo "scenario 11 (issue 15 case e): ok: partition -> n$V's policy without quorum decided row 8 (nothing) in $((t_r8 - t_cut)) ms, fenced nobody, failed nothing; fenced by Pacemaker after $((t_fence - t_cut)) ms"
 }
 status_shows() { on "$1" "$CLRAID" status "$NAME" 2>/dev/null | grep -q -- "$2"; }
+# --- scenario 12 (row 6): I/O hangs on one node ----------------------------
+# n3's requests to the second member stop completing (a 10-minute delay):
+# no error, just no progress.  After io_timeout (4 s here, by pcs resource
+# update) its engine's member shows the stall, n3's daemon reports it as
+# hung, and the DC fences n3 (row 6).  The member is failed nowhere.
+scenario_12() {
+	local t0 t_hung t_dec t_fence
+	on 1 pcs resource update "$RES" io_timeout=4s >/dev/null || fail "pcs resource update io_timeout=4s"
+	start_writers 12
+	wait_for "n$V mid-write" 60 in_mid_round "$V"
+	t0=$(now_ms)
+	on "$V" timeout 20 "$CLRAID" fault "$NAME" "${LEGS[1]}" delay --ms 600000 >/dev/null || fail "fault delay on n$V"
+	wait_for "n$V's evidence: member 1 hung" 60 eval "on 1 crm_mon -1 -A 2>/dev/null | grep -q 'clraid-$NAME-io.*m1=hung'"
+	t_hung=$(now_ms)
+	wait_for "decision: row 6, fence n$V" 60 decided "row 6 fence: fence n$V" "$t0"
+	t_dec=$(now_ms)
+	decision
+	wait_for "n$V fenced by clraid-policyd" 60 fenced_after "$V" "$t0"
+	t_fence=$(fenced_after "$V" "$t0")
+	wait_for "a survivor took n$V's bitmap over" 60 taker_after "$t0"
+	TAKER=$(taker_after "$t0")
+	wait_for "resync done on n$TAKER" 60 resync_done_after "$TAKER" "$(st "$TAKER" .cluster.last_takeover.at_ms)"
+	wait_for "n1 writes after the fence" 30 acks_after 1 "$t_fence"
+	stop_writers 12
+	survivors_ok 1 2
+	leg1_in_sync_on 1 2 || fail "the member was failed for a hang on one node"
+	on 1 pcs resource update "$RES" io_timeout=60s >/dev/null || fail "pcs resource update io_timeout=60s"
+	verify_data s12 1 2
+	rejoin "$V"
+	check_clean 1
+	verify_data s12-rejoined "$V"
+	echo "scenario 12 (row 6): ok: I/O hangs on n$V -> reported hung $((t_hung - t0)) ms -> decision row 6 $((t_dec - t0)) ms -> n$V fenced $((t_fence - t0)) ms; the member stayed in sync; check 0 mismatches after n$V rejoined"
+}
 held_longer_than() { [ "$(st "$1" '[.devices[].awaiting_decision.held_for_ms // 0] | max')" -ge "$2" ]; }
 writer_failed() { grep -q "$CL_FAILED" "${W_LOGS[$1]}"; }
 frozen_on() { [ "$(on "$1" timeout 5 "$CLRAID" status "$NAME" --json 2>/dev/null | jq -r '.frozen != null or .state == "frozen"')" = true ]; }
@@ -749,7 +783,7 @@ slots_clean() {
 }
 
 V=3
-for sc in ${LIVE3_SCENARIOS:-1 2 3 4 5 6 7 10 11 8 9}; do
+for sc in ${LIVE3_SCENARIOS:-1 2 3 4 5 6 7 10 11 12 8 9}; do
 	"scenario_$sc"
 done
 
