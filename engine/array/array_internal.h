@@ -319,6 +319,11 @@ int clr_arr_sb_update(struct clr_array *a, uint64_t gen, bool clean);
 /* @err: the failed I/O's -errno (counted by class), or 0 for a failure on
  * request (`clraid fail`) */
 int clr_arr_member_failed(struct clr_array *a, struct arr_req *rq, struct arr_member *m, int err);
+/* The same for an error already counted with clr_arr_note_io_error():
+ * a request whose legs failed on several members counts them all first,
+ * so that a policy daemon sees every one while the first waits for it. */
+int clr_arr_member_failed_counted(struct clr_array *a, struct arr_req *rq, struct arr_member *m, int err);
+void clr_arr_note_io_error(struct clr_array *a, struct arr_member *m, int err);
 /* A policy daemon decides @m's errors now (cluster, lease fresh, @m in
  * sync and not the last copy); a->lock held, @now monotonic ms. */
 bool clr_arr_policy_applies_locked(struct clr_array *a, struct arr_member *m, uint64_t now);

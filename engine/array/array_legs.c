@@ -37,6 +37,9 @@ int clr_arr_legs_settle(struct clr_array *a, struct arr_req *rq, struct arr_leg 
 {
     int rc = 0;
 
+    for (unsigned i = 0; i < n; i++)
+        if (legs[i].res < 0 && !legs[i].behind)
+            clr_arr_note_io_error(a, legs[i].m, legs[i].res);
     for (unsigned i = 0; i < n; i++) {
         if (legs[i].res < 0 && legs[i].behind) {
             /* not acked before every node stopped reading it */
@@ -48,7 +51,7 @@ int clr_arr_legs_settle(struct clr_array *a, struct arr_req *rq, struct arr_leg 
             continue;
         if (bad)
             (*bad)++;
-        if (clr_arr_member_failed(a, rq, legs[i].m, legs[i].res) == -EAGAIN)
+        if (clr_arr_member_failed_counted(a, rq, legs[i].m, legs[i].res) == -EAGAIN)
             rc = -EAGAIN;
     }
     return rc;

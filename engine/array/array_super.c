@@ -218,7 +218,21 @@ static int policy_hold_locked(struct clr_array *a, struct arr_member *m, int err
     return a->stopping && m->state == ARR_M_IN_SYNC ? -EAGAIN : 0;
 }
 
+void clr_arr_note_io_error(struct clr_array *a, struct arr_member *m, int err)
+{
+    clr_mutex_lock(&a->lock);
+    note_io_error_locked(m, err);
+    clr_mutex_unlock(&a->lock);
+}
+
 int clr_arr_member_failed(struct clr_array *a, struct arr_req *rq, struct arr_member *m, int err)
+{
+    if (err)
+        clr_arr_note_io_error(a, m, err);
+    return clr_arr_member_failed_counted(a, rq, m, err);
+}
+
+int clr_arr_member_failed_counted(struct clr_array *a, struct arr_req *rq, struct arr_member *m, int err)
 {
     bool was, ok;
     uint64_t gen;
@@ -229,8 +243,6 @@ int clr_arr_member_failed(struct clr_array *a, struct arr_req *rq, struct arr_me
     else
         snprintf(why, sizeof why, "failed on request");
     clr_mutex_lock(&a->lock);
-    if (err)
-        note_io_error_locked(m, err);
     if (err && clr_arr_policy_applies_locked(a, m, clr_arr_now_ms()) && policy_hold_locked(a, m, err)) {
         clr_mutex_unlock(&a->lock);
         return -EAGAIN;

@@ -1197,6 +1197,50 @@ static void test_policy_hold(void **s)
     rmfiles(&t);
 }
 
+/* A write that fails on both members is held on the first, with both
+ * errors counted (the daemon must see a node that lost every member);
+ * a stop ends the hold, and the write is not acknowledged. */
+static void test_policy_hold_counts_every_leg(void **s)
+{
+    struct clr_array *a, *b;
+    struct bg_write x = { 0 };
+    uint8_t *bx = aligned_alloc(4096, 65536);
+    struct clr_err e = { "" };
+    pthread_t tx;
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    memset(bx, 0x7a, 65536);
+    assert_int_equal(clr_array_pwrite(a, bx, 65536, 1 << 20, 0), 0);
+    assert_int_equal(clr_array_policy(a, 60000, 60000, false, NULL, NULL, &e), 0);
+    for (unsigned i = 0; i < 2; i++)
+        assert_int_equal(
+            clr_io_fault_fail_range(clr_array_member_io(a, t.path[i]), CLR_IO_FAULT_WRITE, 0, 0, ENODEV), 0);
+    x = (struct bg_write){ .a = a, .buf = bx, .off = 1 << 20 };
+    pthread_create(&tx, NULL, bg_write_main, &x);
+    WAIT_FOR(held_int(a, 0, "held_writes") == 1 || held_int(a, 1, "held_writes") == 1, 5000);
+    {
+        json_object *o = clr_array_status_json(a), *d = jget(o, "devices");
+
+        for (unsigned i = 0; i < 2; i++)
+            assert_true(json_object_get_int64(jget(json_object_array_get_idx(d, i), "io_errors.path")) >= 1);
+        json_object_put(o);
+    }
+    assert_false(atomic_load(&x.done));
+    assert_int_equal(clr_array_stop(a), 0);
+    pthread_join(tx, NULL);
+    assert_int_not_equal(x.rc, 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    clr_array_free(a);
+    clr_array_free(b);
+    free(bx);
+    rmfiles(&t);
+}
+
 /* No decision within confirm_timeout: the member fails as md fails it;
  * while the daemon renews its hold, the write keeps waiting. */
 static void test_policy_hold_timeout(void **s)
@@ -1960,6 +2004,7 @@ int main(void)
         cmocka_unit_test(test_ack_waits_for_announcement),
         cmocka_unit_test(test_policy_hold),
         cmocka_unit_test(test_policy_hold_timeout),
+        cmocka_unit_test(test_policy_hold_counts_every_leg),
         cmocka_unit_test(test_readd_under_load),
         cmocka_unit_test(test_rejoin_during_takeover),
         cmocka_unit_test(test_start_during_readd),

@@ -22,7 +22,7 @@
 #   7-11 clraid-policyd's decisions, issue 15's cases (a) to (e): a path
 #     failure on one node, a member failing everywhere, the last copy
 #     failing, the fence device failing, a minority partition; 12: I/O
-#     hung on one node (row 6)
+#     hung on one node (row 6); 13: one node loses every member (row 4)
 # LIVE3_SCENARIOS="2 3" runs only those (each leaves all three nodes up).
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 CLRAID_PCMK_UNSHARE="-n -u"
@@ -549,39 +549,75 @@ leg1_in_sync_on() { local i; for i in "$@"; do leg_is "$i" 1 in_sync || return 1
 # n1 and n2 write on with both copies, n3's bitmap is taken over, and a
 # check finds both copies equal once n3 is back.
 scenario_7() {
-	local t0 t_held t_dec t_fence
-	start_writers 7
-	wait_for "n$V mid-write" 60 in_mid_round "$V"
-	t0=$(now_ms)
-	fault "$V" 1 vanish
+	path_fault_fenced 7 3 1
+	echo "scenario 7 (issue 15 case a): ok: $PF_TIMINGS; the member stayed in sync on n1 and n2; check 0 mismatches after n$V rejoined"
+}
+
+# --- scenario 13 (row 4): one node loses every member -----------------------
+# n3's HBA or fabric: both members vanish on n3 alone.  Row 4 fences n3
+# without waiting for probes; both members stay in sync on n1 and n2.
+scenario_13() {
+	path_fault_fenced 13 4 0 1
+	echo "scenario 13 (row 4): ok: $PF_TIMINGS; both members stayed in sync on n1 and n2; check 0 mismatches after n$V rejoined"
+}
+
+# path_fault_fenced TAG ROW LEG...: under writes from all three, n3's path
+# to these members vanishes; its writes wait, the DC decides ROW and
+# fences n3 through libstonithd; the members stay in sync on n1 and n2, n3's
+# bitmap is taken over, and a check finds the copies equal once n3 is back.
+# Sets PF_TIMINGS.
+path_fault_fenced() {
+	local tag=$1 row=$2 t0 t_held t_dec t_fence k i
+	shift 2
+	if [ $# -eq 1 ]; then
+		# mid-write
+		start_writers "$tag"
+		wait_for "n$V mid-write" 60 in_mid_round "$V"
+		t0=$(now_ms)
+		fault "$V" "$1" vanish
+	else
+		# every path at once (an HBA): armed before n3's next write, which
+		# the writers, starting, issue at once
+		t0=$(now_ms)
+		for k in "$@"; do fault "$V" "$k" vanish; done
+		start_writers "$tag"
+	fi
 	wait_for "n$V: writes held for the decision" 30 held_on "$V"
 	t_held=$(now_ms)
 	on "$V" "$CLRAID" status "$NAME" | grep 'AWAITING DECISION' || fail "clraid status on n$V does not show the held writes"
-	wait_for "decision: row 3, fence n$V" 60 decided "row 3 fence: fence n$V" "$t0"
+	wait_for "decision: row $row, fence n$V" 60 decided "row $row fence: fence n$V" "$t0"
 	t_dec=$(now_ms)
 	decision
 	wait_for "n$V fenced by clraid-policyd" 60 fenced_after "$V" "$t0"
-	wait_for "clraid status on n1 shows the decision" 20 status_shows 1 "policy: last decision .* row 3 fence: fence n$V"
+	wait_for "clraid status on n1 shows the decision" 20 status_shows 1 "policy: last decision .* row $row fence: fence n$V"
 	on 1 "$CLRAID" status "$NAME" | grep 'policy:'
 	t_fence=$(fenced_after "$V" "$t0")
 	grep -q "fencing n$V (reboot)" "$(pd_log 1)" || { cat "$(pd_log 1)"; fail "clraid-policyd on n1 did not fence n$V"; }
-	grep "decided: row 3" "$(pd_log 1)" | tail -n 1
-	wait_for "a survivor took n$V's bitmap over" 60 taker_after "$t0"
-	TAKER=$(taker_after "$t0")
-	wait_for "resync done on n$TAKER" 60 resync_done_after "$TAKER" "$(st "$TAKER" .cluster.last_takeover.at_ms)"
+	if [ $# -eq 1 ]; then
+		# n3 wrote before: its dirty bits are taken over and resynced (with
+		# every path gone before its first write, no bit of its reached a
+		# disk, and there is nothing to take over)
+		wait_for "a survivor took n$V's bitmap over" 60 taker_after "$t0"
+		TAKER=$(taker_after "$t0")
+		wait_for "resync done on n$TAKER" 60 resync_done_after "$TAKER" "$(st "$TAKER" .cluster.last_takeover.at_ms)"
+	fi
 	wait_for "n1 writes after the fence" 30 acks_after 1 "$t_fence"
-	stop_writers 7
+	stop_writers "$tag"
 	survivors_ok 1 2
-	leg1_in_sync_on 1 2 || fail "the member n$V lost its path to was failed: n1 $(leg_state 1 1), n2 $(leg_state 2 1)"
+	for k in "$@"; do
+		for i in 1 2; do
+			leg_is "$i" "$k" in_sync || fail "member $k, which n$V lost its path to, was failed: n$i $(leg_state "$i" "$k")"
+		done
+	done
 	# only n3 is fenced (Pacemaker may fence it once more, seeing it leave
 	# the membership before it learned of our fencing: harmless)
 	[ -z "$(fences_after "$t0" | awk -v n="n$V" '$3 != n')" ] || { fences_after "$t0"; fail "a node other than n$V was fenced"; }
-	verify_data s7 1 2
+	verify_data "s$tag" 1 2
 	rejoin "$V"
 	leg1_in_sync_on 1 2 3 || fail "the member is not in sync everywhere after n$V rejoined"
 	check_clean 1
-	verify_data s7-rejoined "$V"
-	echo "scenario 7 (issue 15 case a): ok: $(policy_timings "$t0" "$t_held" "$t_dec" "n$V fenced" "$t_fence"); the member stayed in sync on n1 and n2; check 0 mismatches after n$V rejoined"
+	verify_data "s$tag-rejoined" "$V"
+	PF_TIMINGS=$(policy_timings "$t0" "$t_held" "$t_dec" "n$V fenced" "$t_fence")
 }
 
 # --- scenario 8 (case b): the same member fails on every node ---------------
@@ -783,7 +819,7 @@ slots_clean() {
 }
 
 V=3
-for sc in ${LIVE3_SCENARIOS:-1 2 3 4 5 6 7 10 11 12 8 9}; do
+for sc in ${LIVE3_SCENARIOS:-1 2 3 4 5 6 7 13 10 11 12 8 9}; do
 	"scenario_$sc"
 done
 
