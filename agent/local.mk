@@ -1,8 +1,8 @@
 # agent/: the policy daemon.  Its pure decision core (policy.h: facts in,
 # one action out, issue 15's table) is in libclraid; clraid-policyd reads
 # the CIB through libcib (cib_facts.c turns it into facts), publishes this
-# node's evidence and decides from everyone's (evidence.c); probes,
-# libstonithd and carrying decisions out come next.
+# node's evidence and decides from everyone's (evidence.c), and carries the
+# decision out (libstonithd, the engines' control sockets).
 libclraid_la_SOURCES += \
 	agent/policy.h \
 	agent/policy.c

@@ -8,7 +8,8 @@
  *       stopping needs neither quorum nor a decider.
  *   8   no quorum: decide nothing, freeze.  A minority may be the side
  *       that is cut off; it must neither fence nor fail a disk.
- *   0   not the decider: nothing (the DC, or the lowest online id, acts).
+ *   0   not the decider: nothing (the DC, or the lowest id running the
+ *       array, acts).
  *   9   fencing of some node failed or timed out: stay frozen, retry the
  *       fencing (after confirm_timeout); fail no disk meanwhile, since the
  *       node at fault may still be writing.

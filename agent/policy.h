@@ -9,7 +9,7 @@
  * allocation.  The daemon around it (CIB watching, probes, libstonithd)
  * gathers the facts, calls clr_policy_decide() on every change and on a
  * tick, and carries the decision out.  Only the decider (the DC, or the
- * lowest online node id without one) acts on a decision; every node may
+ * lowest node id that runs the array) acts on a decision; every node may
  * call it (a fenced node learns it must stop, a node without quorum that it
  * must freeze).
  */
@@ -106,7 +106,8 @@ struct clr_pol_facts {
     unsigned n_devs;  /**< <= CLR_POL_MAX_DEVS */
     unsigned self;    /**< this node's index */
     bool quorate;     /**< this node's partition has quorum */
-    bool decider;     /**< this node is the DC (or lowest online id) */
+    bool decider;     /**< this node decides (agent/evidence.c: the DC
+                       *   if it runs the array, else the lowest id) */
     /** nodes a partition needs to be quorate (corosync: expected_votes/2+1,
      *  1 with two_node); 0: a majority of n_nodes */
     unsigned quorum_nodes;

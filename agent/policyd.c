@@ -9,17 +9,20 @@
  * settings.
  *
  * Every second it reads each array's status from the local engine (its
- * control socket, RUN_DIR/NAME.ctl) and publishes what this node sees as
- * the transient node attribute clraid-NAME-io (agent/evidence.h: errors
- * per member and class in error_window, the redundancy left).  From every
- * node's attribute in the CIB it builds the decision core's facts
- * (agent/policy.c) and decides; the decider (the DC) logs each new
- * decision with its evidence and shows it as its node attribute
- * clraid-NAME-decision.  Decisions are not carried out yet: the engine
- * still fails a member cluster-wide on its own first error, as md-cluster
- * does (doc/architecture.md §3.3).
+ * control socket, RUN_DIR/NAME.ctl), renews the engine's policy lease
+ * (a member's I/O error then waits for a decision instead of failing the
+ * member at once) and publishes what this node sees as the transient node
+ * attribute clraid-NAME-io (agent/evidence.h: errors per member and class
+ * in error_window, hangs, probes, the redundancy left).  From every node's
+ * attribute in the CIB it builds the decision core's facts (agent/policy.c)
+ * and decides; the decider (the DC if it runs the array, else the lowest
+ * node id that does) logs each new decision with its evidence, shows it as
+ * its node attribute clraid-NAME-decision, and carries it out: fencing
+ * through libstonithd, failing a disk through its engine, or (every node)
+ * failing the blocked I/O of a frozen last copy (doc/architecture.md §3.3).
  *
- *   clraid-policyd [--node NAME] [--once [--json]]   watch, or print once
+ *   clraid-policyd [--node NAME] [--pidfile FILE]   watch, decide, act
+ *   clraid-policyd [--node NAME] --once [--json]    print once
  *   clraid-policyd --check-settings NAME=VALUE...   validate policy parameters
  *
  * CIB_file=FILE (libcib's own variable) reads a CIB file instead of the
