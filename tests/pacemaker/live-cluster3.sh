@@ -567,7 +567,7 @@ scenario_13() {
 # bitmap is taken over, and a check finds the copies equal once n3 is back.
 # Sets PF_TIMINGS.
 path_fault_fenced() {
-	local tag=$1 row=$2 t0 t_held t_dec t_fence k i
+	local tag=$1 row=$2 t0 t_held t_dec t_fence k i prev_log
 	shift 2
 	if [ $# -eq 1 ]; then
 		# mid-write
@@ -578,6 +578,7 @@ path_fault_fenced() {
 	else
 		# every path at once (an HBA): armed before n3's next write, which
 		# the writers, starting, issue at once
+		prev_log=${W_LOGS[V]}
 		t0=$(now_ms)
 		for k in "$@"; do fault "$V" "$k" vanish; done
 		start_writers "$tag"
@@ -604,6 +605,12 @@ path_fault_fenced() {
 	wait_for "n1 writes after the fence" 30 acks_after 1 "$t_fence"
 	stop_writers "$tag"
 	survivors_ok 1 2
+	if [ $# -gt 1 ]; then
+		# n3 had no path from its first write on: nothing of this round
+		# reached a disk, and its region must hold what it held before
+		[ -z "$(cl_acks "${W_LOGS[V]}")" ] || fail "n$V acknowledged a write without a path to any member"
+		W_LOGS[V]=$prev_log
+	fi
 	for k in "$@"; do
 		for i in 1 2; do
 			leg_is "$i" "$k" in_sync || fail "member $k, which n$V lost its path to, was failed: n$i $(leg_state "$i" "$k")"
