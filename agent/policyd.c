@@ -1231,6 +1231,83 @@ static void unpublish_all(void)
     }
 }
 
+/* Evidence left from before a node rejoined.  Pacemaker's attribute
+ * managers may write a node's old transient attributes back when it
+ * rejoins, before its new engine and daemon run: a fenced node's last
+ * evidence ("path errors on every member") would have it fenced again.
+ * A node's evidence is ignored from its rejoin until it changes. */
+struct rejoin {
+    char node[CLR_CIB_NAME_MAX];
+    bool member, seen;
+    struct {
+        char rsc[CLR_CIB_NAME_MAX];
+        uint64_t hash; /* of the value it had when the node rejoined */
+        bool stale;
+    } arr[CLR_CIB_MAX_ARRAYS];
+};
+static struct rejoin rejoins[CLR_POL_MAX_NODES];
+
+static uint64_t fnv1a(const char *v)
+{
+    uint64_t h = 1469598103934665603ull;
+
+    for (; *v; v++)
+        h = (h ^ (uint8_t)*v) * 1099511628211ull;
+    return h;
+}
+
+static struct rejoin *rejoin_of(const char *node)
+{
+    struct rejoin *free_slot = NULL;
+
+    for (unsigned i = 0; i < CLR_POL_MAX_NODES; i++) {
+        if (rejoins[i].node[0] && !strcmp(rejoins[i].node, node))
+            return &rejoins[i];
+        if (!rejoins[i].node[0] && !free_slot)
+            free_slot = &rejoins[i];
+    }
+    if (free_slot)
+        snprintf(free_slot->node, sizeof(free_slot->node), "%s", node);
+    return free_slot;
+}
+
+static void hide_stale_evidence(void)
+{
+    for (unsigned n = 0; n < facts.n_nodes; n++) {
+        struct rejoin *r = rejoin_of(facts.node[n].name);
+
+        if (!r)
+            continue;
+        if (!facts.node[n].member) {
+            r->member = false;
+            r->seen = true;
+            continue;
+        }
+        if (!r->member) {
+            r->member = true;
+            /* members when the daemon started are trusted as they are */
+            for (unsigned ai = 0; r->seen && ai < facts.n_arrays && ai < CLR_CIB_MAX_ARRAYS; ai++) {
+                snprintf(r->arr[ai].rsc, sizeof(r->arr[ai].rsc), "%s", facts.array[ai].rsc);
+                r->arr[ai].hash = fnv1a(facts.array[ai].io[n]);
+                r->arr[ai].stale = facts.array[ai].io[n][0] != '\0';
+                if (r->arr[ai].stale)
+                    syslog(LOG_INFO,
+                           "array %s: %s rejoined: its evidence from before is ignored until it changes",
+                           facts.array[ai].name, r->node);
+            }
+            r->seen = true;
+        }
+        for (unsigned ai = 0; ai < facts.n_arrays && ai < CLR_CIB_MAX_ARRAYS; ai++) {
+            if (!r->arr[ai].stale || strcmp(r->arr[ai].rsc, facts.array[ai].rsc))
+                continue;
+            if (fnv1a(facts.array[ai].io[n]) == r->arr[ai].hash)
+                facts.array[ai].io[n][0] = '\0';
+            else
+                r->arr[ai].stale = false;
+        }
+    }
+}
+
 static int read_facts(void)
 {
     char err[CLR_CIB_ERR_MAX];
@@ -1238,6 +1315,8 @@ static int read_facts(void)
 
     if (rc < 0)
         syslog(LOG_ERR, "cannot read the CIB: %s", err);
+    else
+        hide_stale_evidence();
     return rc;
 }
 

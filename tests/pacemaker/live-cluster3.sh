@@ -406,6 +406,10 @@ rejoin() {
 	for i in 1 2 3; do wait_for "n$i: 3 members" 60 members_are "$i" 3; done
 	wait_for "n$1 idle" 60 st_is "$1" .sync_action idle
 	REJOIN_MS=$(($(now_ms) - t))
+	# nobody fenced it again on its way back (stale evidence of a fenced
+	# node, written back when it rejoins, once did)
+	! awk -v n="n$1" -v t="$t" '$3 == n && $1 > t' "$N/fence.log" | grep . ||
+		fail "n$1 was fenced again as it rejoined"
 }
 
 # --- scenario 2: power loss of n3 mid-write -------------------------------
