@@ -399,6 +399,10 @@ resync_done_after() { [ "$(st "$1" '.last_resync.ended_ms // 0')" -gt "$2" ] && 
 # rejoin I: power node I on; its clone instance starts; three members again.
 rejoin() {
 	local t
+	# Pacemaker done with the node's loss: the DC idle, the node down and
+	# clean (its own fencing of a node it saw leave, after ours, would
+	# kill the node again as it boots)
+	wait_for "Pacemaker settled with n$1 down" 60 settled_down "$1"
 	t=$(now_ms)
 	power_on "$1"
 	wait_for "n$1 back online" 90 online 1 3
@@ -781,6 +785,12 @@ scenario_11() {
 	rejoin "$V"
 	verify_data s11-rejoined "$V"
 	echo "scenario 11 (issue 15 case e): ok: partition -> n$V's policy without quorum decided row 8 (nothing) in $((t_r8 - t_cut)) ms, fenced nobody, failed nothing; fenced by Pacemaker after $((t_fence - t_cut)) ms"
+}
+settled_down() {
+	local mon
+	on 1 crmadmin -S n1 -t 1s 2>/dev/null | grep -q S_IDLE || return 1
+	mon=$(on 1 crm_mon -1 2>/dev/null) || return 1
+	grep -q "OFFLINE: \[.*n$1" <<<"$mon" && ! grep -qi 'unclean\|pending fencing' <<<"$mon"
 }
 status_shows() { on "$1" "$CLRAID" status "$NAME" 2>/dev/null | grep -q -- "$2"; }
 # --- scenario 12 (row 6): I/O hangs on one node ----------------------------
