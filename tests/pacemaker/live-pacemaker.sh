@@ -255,7 +255,8 @@ if [ "$CLRAID_LIVE_ENGINE" = real ] && [ -n "$PD_PID" ]; then
 	grep -q 'returning errors to the blocked I/O' "$S/policyd.log" ||
 		{ cat "$S/policyd.log"; fail "clraid-policyd did not say it thawed the array with errors"; }
 	echo "timings: error -> evidence $((T_EV - T_ERR)) ms, -> decision $((T_DEC - T_ERR)) ms, -> read failed $((T_ACT - T_ERR)) ms (1 s ticks, attrd and CIB round trips)"
-	"$CLRAID" fault live "$GOOD" clear --run-dir "$TESTDIR/run" >/dev/null || fail "clraid fault clear"
+	"$CLRAID" fault live "$GOOD" clear --run-dir "$TESTDIR/run" >/dev/null ||
+		{ tail -n 30 "$TESTDIR/run/live.log"; dump_logs; fail "clraid fault clear"; }
 	step "last member: frozen, decided, the blocked read failed by the decision"
 fi
 
