@@ -606,9 +606,7 @@ path_fault_fenced() {
 		# n3 wrote before: its dirty bits are taken over and resynced (with
 		# every path gone before its first write, no bit of its reached a
 		# disk, and there is nothing to take over)
-		wait_for "a survivor took n$V's bitmap over" 60 taker_after "$t0"
-		TAKER=$(taker_after "$t0")
-		wait_for "resync done on n$TAKER" 60 resync_done_after "$TAKER" "$(st "$TAKER" .cluster.last_takeover.at_ms)"
+		taken_over_after "$t0"
 	fi
 	wait_for "n1 writes after the fence" 30 acks_after 1 "$t_fence"
 	stop_writers "$tag"
@@ -737,9 +735,7 @@ scenario_10() {
 	wait_for "n$V fenced once the fence device works" 90 fenced_after "$V" "$t_fix"
 	t_fence=$(fenced_after "$V" "$t_fix")
 	[ "$(grep -c "fencing n$V (reboot)" "$(pd_log 1)")" -ge 2 ] || { cat "$(pd_log 1)"; fail "clraid-policyd did not retry the fencing"; }
-	wait_for "a survivor took n$V's bitmap over" 60 taker_after "$t0"
-	TAKER=$(taker_after "$t0")
-	wait_for "resync done on n$TAKER" 60 resync_done_after "$TAKER" "$(st "$TAKER" .cluster.last_takeover.at_ms)"
+	taken_over_after "$t0"
 	wait_for "n1 writes after the fence" 30 acks_after 1 "$t_fence"
 	stop_writers 10
 	survivors_ok 1 2
@@ -773,9 +769,7 @@ scenario_11() {
 	rm -f "$N/fence-delay"
 	! grep -q "fencing n\|failing member" "$(pd_log "$V")" ||
 		{ cat "$(pd_log "$V")"; fail "the minority's clraid-policyd acted"; }
-	wait_for "a survivor took n$V's bitmap over" 60 taker_after "$t_cut"
-	TAKER=$(taker_after "$t_cut")
-	wait_for "resync done on n$TAKER" 60 resync_done_after "$TAKER" "$(st "$TAKER" .cluster.last_takeover.at_ms)"
+	taken_over_after "$t_cut"
 	wait_for "n1 writes after the fence" 30 acks_after 1 "$t_fence"
 	stop_writers 11
 	survivors_ok 1 2
@@ -785,6 +779,13 @@ scenario_11() {
 	rejoin "$V"
 	verify_data s11-rejoined "$V"
 	echo "scenario 11 (issue 15 case e): ok: partition -> n$V's policy without quorum decided row 8 (nothing) in $((t_r8 - t_cut)) ms, fenced nobody, failed nothing; fenced by Pacemaker after $((t_fence - t_cut)) ms"
+}
+# taken_over_after T_MS: a survivor took n3's bitmap over after T_MS and
+# finished resyncing it.  Sets TAKER.
+taken_over_after() {
+	wait_for "a survivor took n$V's bitmap over" 60 taker_after "$1"
+	TAKER=$(taker_after "$1")
+	wait_for "resync done on n$TAKER" 60 resync_done_after "$TAKER" "$(st "$TAKER" .cluster.last_takeover.at_ms)"
 }
 settled_down() {
 	local mon
@@ -812,9 +813,7 @@ scenario_12() {
 	decision
 	wait_for "n$V fenced by clraid-policyd" 60 fenced_after "$V" "$t0"
 	t_fence=$(fenced_after "$V" "$t0")
-	wait_for "a survivor took n$V's bitmap over" 60 taker_after "$t0"
-	TAKER=$(taker_after "$t0")
-	wait_for "resync done on n$TAKER" 60 resync_done_after "$TAKER" "$(st "$TAKER" .cluster.last_takeover.at_ms)"
+	taken_over_after "$t0"
 	wait_for "n1 writes after the fence" 30 acks_after 1 "$t_fence"
 	stop_writers 12
 	survivors_ok 1 2
