@@ -372,6 +372,10 @@ enum {
     CLR_IO_FAULT_READ = 1u << 0,
     /** Writes, and also zero and discard: anything that changes data. */
     CLR_IO_FAULT_WRITE = 1u << 1,
+    /** With _READ only: a latent sector error.  Reads fail until a write
+     *  covering the whole range is issued, which the drive remaps: the
+     *  range is then disarmed. */
+    CLR_IO_FAULT_HEAL_ON_WRITE = 1u << 2,
 };
 
 /** Most range faults armed on one device at once. */

@@ -37,7 +37,9 @@ int clr_io_fault_fail_range(struct clr_io_dev *dev, unsigned ops, uint64_t off, 
     struct clr_io_fault *f = &dev->fault;
     int ret = 0;
 
-    if (ops == 0 || (ops & ~(unsigned)(CLR_IO_FAULT_READ | CLR_IO_FAULT_WRITE)))
+    if (ops == 0 ||
+        (ops & ~(unsigned)(CLR_IO_FAULT_READ | CLR_IO_FAULT_WRITE | CLR_IO_FAULT_HEAL_ON_WRITE)) ||
+        ((ops & CLR_IO_FAULT_HEAL_ON_WRITE) && ops != (CLR_IO_FAULT_READ | CLR_IO_FAULT_HEAL_ON_WRITE)))
         return -EINVAL;
     clr_mutex_lock(&f->lock);
     if (f->nranges == CLR_IO_FAULT_MAX_RANGES) {
@@ -149,6 +151,17 @@ int clr_io_fault_check(struct clr_io_dev *dev, const struct clr_io_req *req)
             ret = -r->err;
             atomic_fetch_add(kind == CLR_IO_FAULT_READ ? &f->read_errors : &f->write_errors, 1);
             break;
+        }
+    }
+    /* a write that goes through heals the latent sector errors it covers */
+    for (unsigned i = 0; ret == 0 && kind == CLR_IO_FAULT_WRITE && i < f->nranges;) {
+        const struct clr_io_fault_range *r = &f->ranges[i];
+
+        if ((r->ops & CLR_IO_FAULT_HEAL_ON_WRITE) && req->off <= r->off && req->off + req->len >= r->end) {
+            f->ranges[i] = f->ranges[--f->nranges];
+            fault_rearm(f);
+        } else {
+            i++;
         }
     }
 out:

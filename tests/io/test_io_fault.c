@@ -115,6 +115,25 @@ static void test_fail_both_several_ranges(void **state)
     assert_int_equal(clr_io_pread(f->dev, f->buf, 4096, 3 * MiB), 0);
 }
 
+/* A latent sector error: reads fail until a write covers the range. */
+static void test_heal_on_write(void **state)
+{
+    struct fixture *f = *state;
+    unsigned heal = CLR_IO_FAULT_READ | CLR_IO_FAULT_HEAL_ON_WRITE;
+
+    assert_int_equal(
+        clr_io_fault_fail_range(f->dev, CLR_IO_FAULT_WRITE | CLR_IO_FAULT_HEAL_ON_WRITE, 0, 4096, 0),
+        -EINVAL);
+    assert_int_equal(clr_io_fault_fail_range(f->dev, heal, MiB, 8192, ENODATA), 0);
+    assert_int_equal(clr_io_pread(f->dev, f->buf, 4096, MiB + 4096), -ENODATA);
+    /* a write over part of it heals nothing */
+    assert_int_equal(clr_io_pwrite(f->dev, f->buf, 4096, MiB, 0), 0);
+    assert_int_equal(clr_io_pread(f->dev, f->buf, 4096, MiB), -ENODATA);
+    /* one over all of it does */
+    assert_int_equal(clr_io_pwrite(f->dev, f->buf, 65536, MiB - 4096, 0), 0);
+    assert_int_equal(clr_io_pread(f->dev, f->buf, 8192, MiB), 0);
+}
+
 static void test_fault_limits(void **state)
 {
     struct fixture *f = *state;
@@ -394,6 +413,7 @@ int main(void)
         T(test_fail_read_range),
         T(test_fail_writes_whole_device),
         T(test_fail_both_several_ranges),
+        T(test_heal_on_write),
         T(test_fault_limits),
         T(test_vanish),
         T(test_delay),
@@ -410,6 +430,7 @@ int main(void)
         TI(test_fail_read_range),
         TI(test_fail_writes_whole_device),
         TI(test_fail_both_several_ranges),
+        TI(test_heal_on_write),
         TI(test_vanish),
         TI(test_delay),
         TI(test_short_transfers),
