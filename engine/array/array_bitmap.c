@@ -128,7 +128,7 @@ static int bm_flush_to_locked(struct clr_array *a, struct arr_req *rq, uint64_t 
             clr_mutex_unlock(&a->bm_lock);
             clr_arr_bm_set_degraded(a);
             for (unsigned i = 0; i < nf; i++)
-                clr_arr_note_io_error(a, fails[i].m, fails[i].err);
+                clr_arr_note_io_error(a, fails[i].m, fails[i].err, true);
             for (unsigned i = 0; i < nf; i++)
                 clr_arr_member_failed_counted(a, rq, fails[i].m, fails[i].err);
             clr_mutex_lock(&a->bm_lock);

@@ -71,8 +71,11 @@ struct arr_member {
     /* I/O errors it returned here (each failed leg), by the policy's errno class
      * (agent/policy.h): media, path, reservation conflict; under a->lock */
     uint32_t io_errors[3];
-    int last_errno;        /* positive; 0: none yet */
-    int64_t last_error_ms; /* wall clock */
+    uint32_t media_write_errors; /* of io_errors[media], on a write */
+    uint32_t rewrites;           /* media read errors rewritten from a good
+                                  * copy and read back (row 1) */
+    int last_errno;              /* positive; 0: none yet */
+    int64_t last_error_ms;       /* wall clock */
     /* policy daemon attached (doc/architecture.md §3.3), under a->lock:
      * the last error on it (monotonic ms; 0: none) makes reads avoid it
      * for confirm_timeout; `held` writes whose leg failed on it wait for
@@ -178,6 +181,7 @@ struct clr_array {
     uint64_t policy_until_ms, policy_hold_until_ms;
     uint32_t policy_confirm_ms;
     uint64_t policy_holds, policy_timeouts; /* counters, for status */
+    uint64_t policy_rewrites;               /* rewrites queued (row 1) */
     char *policy_decision, *policy_pending; /* the daemon's, for status */
     uint64_t blocked;
     unsigned inflight;
@@ -323,14 +327,21 @@ int clr_arr_member_failed(struct clr_array *a, struct arr_req *rq, struct arr_me
  * a request whose legs failed on several members counts them all first,
  * so that a policy daemon sees every one while the first waits for it. */
 int clr_arr_member_failed_counted(struct clr_array *a, struct arr_req *rq, struct arr_member *m, int err);
-void clr_arr_note_io_error(struct clr_array *a, struct arr_member *m, int err);
+void clr_arr_note_io_error(struct clr_array *a, struct arr_member *m, int err, bool write);
 /* A policy daemon decides @m's errors now (cluster, lease fresh, @m in
  * sync and not the last copy); a->lock held, @now monotonic ms. */
 bool clr_arr_policy_applies_locked(struct clr_array *a, struct arr_member *m, uint64_t now);
 /* A read on @m failed with @err: with a policy daemon attached (cluster,
- * redundancy left) the error is counted, @m becomes suspect and 0 tells
- * the caller to read another copy; otherwise clr_arr_member_failed(). */
-int clr_arr_read_failed(struct clr_array *a, struct arr_req *rq, struct arr_member *m, int err);
+ * redundancy left) the error is counted, @m becomes suspect, *kept is set
+ * and 0 tells the caller to read another copy; otherwise
+ * clr_arr_member_failed(). */
+int clr_arr_read_failed(struct clr_array *a, struct arr_req *rq, struct arr_member *m, int err, bool *kept);
+/* Row 1: @m (kept in sync by the policy) returned a media error for the
+ * logical sectors [ls, ls+n), which another copy served: queue their
+ * rewrite from a good copy (a resync of the bitmap chunks over them). */
+void clr_arr_rewrite_later(struct clr_array *a, struct arr_member *m, uint64_t ls, uint64_t n);
+/* The rewrite of @m's sectors was read back (@err 0) or not. */
+void clr_arr_rewrite_done(struct clr_array *a, struct arr_member *m, int err);
 /* arr_member.io_errors[] */
 enum {
     ARR_IOERR_MEDIA,
@@ -525,6 +536,7 @@ struct arr_leg {
     struct arr_member *m;
     int res;
     bool behind; /* write-behind leg: result ignored */
+    bool write;
 };
 /* array_state.c */
 void clr_arr_leg_done(void *arg, int res);

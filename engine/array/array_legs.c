@@ -18,7 +18,7 @@ void clr_arr_leg_submit(struct arr_leg *l, struct clr_io_wg *wg, struct arr_memb
 {
     int s;
 
-    *l = (struct arr_leg){ .wg = wg, .m = m };
+    *l = (struct arr_leg){ .wg = wg, .m = m, .write = write };
     clr_io_wg_add(wg, 1);
     if (write && !buf) /* mirrors: write zeroes without a data buffer */
         s = clr_io_zero(m->io, len, arr_dev_off(m, dsec), clr_arr_leg_done, l);
@@ -39,7 +39,7 @@ int clr_arr_legs_settle(struct clr_array *a, struct arr_req *rq, struct arr_leg 
 
     for (unsigned i = 0; i < n; i++)
         if (legs[i].res < 0 && !legs[i].behind)
-            clr_arr_note_io_error(a, legs[i].m, legs[i].res);
+            clr_arr_note_io_error(a, legs[i].m, legs[i].res, legs[i].write);
     for (unsigned i = 0; i < n; i++) {
         if (legs[i].res < 0 && legs[i].behind) {
             /* not acked before every node stopped reading it */

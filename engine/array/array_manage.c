@@ -135,6 +135,8 @@ json_object *clr_array_status_json(struct clr_array *a)
         json_object_object_add(x, "media", json_object_new_int64(m->io_errors[ARR_IOERR_MEDIA]));
         json_object_object_add(x, "path", json_object_new_int64(m->io_errors[ARR_IOERR_PATH]));
         json_object_object_add(x, "reservation", json_object_new_int64(m->io_errors[ARR_IOERR_RESV]));
+        json_object_object_add(x, "media_on_write", json_object_new_int64(m->media_write_errors));
+        json_object_object_add(x, "rewritten", json_object_new_int64(m->rewrites));
         json_object_object_add(x, "last_errno",
                                m->last_errno ? json_object_new_string(errno_name(m->last_errno)) : NULL);
         json_object_object_add(x, "last_ms", m->last_errno ? json_object_new_int64(m->last_error_ms) : NULL);
@@ -160,6 +162,7 @@ json_object *clr_array_status_json(struct clr_array *a)
     json_object_object_add(x, "holding", json_object_new_boolean(now < a->policy_hold_until_ms));
     json_object_object_add(x, "holds", json_object_new_int64((int64_t)a->policy_holds));
     json_object_object_add(x, "timeouts", json_object_new_int64((int64_t)a->policy_timeouts));
+    json_object_object_add(x, "rewrites", json_object_new_int64((int64_t)a->policy_rewrites));
     json_object_object_add(x, "decision",
                            a->policy_decision ? json_object_new_string(a->policy_decision) : NULL);
     json_object_object_add(x, "pending",

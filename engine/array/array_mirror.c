@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "array/array_internal.h"
+#include "../../agent/policy.h"
 
 /* In-sync copies of @x in map order ("first" is the same on every node);
  * copies under a policy decision (suspect here) after the others, *clean
@@ -46,6 +47,7 @@ static int mirror_read(struct clr_array *a, struct arr_req *rq, uint8_t *buf, ui
     while (n) {
         uint64_t k = clr_raid_chunk_piece(&a->g, ls, n);
         unsigned ns, nc, start;
+        struct arr_member *bad_copy = NULL;
         int rc = -EIO;
 
         clr_raid_map(&a->g, ls, &x);
@@ -64,16 +66,23 @@ static int mirror_read(struct clr_array *a, struct arr_req *rq, uint8_t *buf, ui
         for (unsigned t = 0; t < ns; t++) {
             const struct clr_raid_loc *l = &x.copy[src[t < nc ? (start + t) % nc : t]];
             struct arr_member *m = v.m[l->disk];
+            bool kept;
 
             rc = clr_io_pread(m->io, buf, k * ARR_SECTOR, arr_dev_off(m, l->sector));
             if (rc == 0)
                 break;
-            if (clr_arr_read_failed(a, rq, m, rc) == -EAGAIN)
+            if (clr_arr_read_failed(a, rq, m, rc, &kept) == -EAGAIN)
                 return -EAGAIN;
+            if (kept && clr_policy_errno_class(rc) == CLR_POL_ERR_MEDIA)
+                bad_copy = m;
             v.st[l->disk] = ARR_M_FAULTY;
         }
         if (rc)
             return -EIO;
+        if (bad_copy) {
+            clr_arr_rewrite_later(a, bad_copy, ls, k);
+            bad_copy = NULL;
+        }
         buf += k * ARR_SECTOR;
         ls += k;
         n -= k;
@@ -175,25 +184,36 @@ static int mirror_sync_unit(struct clr_array *a, struct arr_req *rq, enum arr_ac
     while (sn && rc == 0) {
         uint64_t k = clr_raid_chunk_piece(&a->g, ss, sn);
         uint32_t s = CLR_RAID_NO_DISK;
+        /* copies whose read failed and that the policy keeps in sync
+         * (row 1): written from the source (repair too), then read back,
+         * as every suspect copy a resync writes */
+        bool redo[CLR_RAID_MAX_DISKS] = { false };
 
         clr_raid_map(&a->g, ss, &x);
         if (k > x.run)
             k = x.run;
-        for (uint32_t c = 0; c < x.ncopies; c++) {
-            struct arr_member *m = v.m[x.copy[c].disk];
+        /* the source: a copy that is not suspect first */
+        for (int pass = 0; pass < 2 && s == CLR_RAID_NO_DISK; pass++)
+            for (uint32_t c = 0; c < x.ncopies; c++) {
+                uint32_t d = x.copy[c].disk;
+                struct arr_member *m = v.m[d];
+                bool kept;
 
-            if (v.st[x.copy[c].disk] != ARR_M_IN_SYNC)
-                continue;
-            rc = clr_io_pread(m->io, src, k * ARR_SECTOR, arr_dev_off(m, x.copy[c].sector));
-            if (rc == 0) {
-                s = c;
-                break;
+                if (v.st[d] != ARR_M_IN_SYNC || redo[c] || v.suspect[d] != (pass == 1))
+                    continue;
+                rc = clr_io_pread(m->io, src, k * ARR_SECTOR, arr_dev_off(m, x.copy[c].sector));
+                if (rc == 0) {
+                    s = c;
+                    break;
+                }
+                rc = clr_arr_read_failed(a, rq, m, rc, &kept);
+                if (rc)
+                    goto out;
+                if (kept)
+                    redo[c] = true;
+                else
+                    v.st[d] = ARR_M_FAULTY;
             }
-            rc = clr_arr_member_failed(a, rq, m, rc);
-            if (rc)
-                goto out;
-            v.st[x.copy[c].disk] = ARR_M_FAULTY;
-        }
         if (s == CLR_RAID_NO_DISK) {
             rc = -EIO;
             break;
@@ -205,7 +225,9 @@ static int mirror_sync_unit(struct clr_array *a, struct arr_req *rq, enum arr_ac
 
             if (c == s || !m || !arr_writable(v.st[d]))
                 continue;
-            if (act != ARR_SYNC_RESYNC) {
+            if (redo[c]) {
+                wr = act != ARR_SYNC_CHECK;
+            } else if (act != ARR_SYNC_RESYNC) {
                 unsigned mm;
 
                 if (v.st[d] != ARR_M_IN_SYNC)
@@ -224,8 +246,20 @@ static int mirror_sync_unit(struct clr_array *a, struct arr_req *rq, enum arr_ac
             if (wr) {
                 int w = clr_io_pwrite(m->io, src, k * ARR_SECTOR, arr_dev_off(m, x.copy[c].sector), 0);
 
-                if (w && (rc = clr_arr_member_failed(a, rq, m, w)) != 0)
-                    goto out;
+                if (w) {
+                    clr_arr_note_io_error(a, m, w, true);
+                    if ((rc = clr_arr_member_failed_counted(a, rq, m, w)) != 0)
+                        goto out;
+                } else if (redo[c] || v.suspect[d]) {
+                    /* md's corrected read: a copy that failed a read
+                     * here must read back what was written */
+                    w = clr_io_pread(m->io, cmp, k * ARR_SECTOR, arr_dev_off(m, x.copy[c].sector));
+                    if (w == 0 && count_mismatch(src, cmp, k))
+                        w = -EILSEQ;
+                    clr_arr_rewrite_done(a, m, w);
+                    if (w && (rc = clr_arr_member_failed_counted(a, rq, m, w)) != 0)
+                        goto out;
+                }
             }
         }
         ss += k;

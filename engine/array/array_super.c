@@ -116,11 +116,13 @@ int clr_arr_behind_failed(struct clr_array *a, struct arr_req *rq, struct arr_me
 }
 
 /* Counts I/O error @err (negative) on @m by its class; a->lock held. */
-static void note_io_error_locked(struct arr_member *m, int err)
+static void note_io_error_locked(struct arr_member *m, int err, bool write)
 {
     switch (clr_policy_errno_class(err)) {
     case CLR_POL_ERR_MEDIA:
         m->io_errors[ARR_IOERR_MEDIA]++;
+        if (write)
+            m->media_write_errors++;
         break;
     case CLR_POL_ERR_RESV:
         m->io_errors[ARR_IOERR_RESV]++;
@@ -152,22 +154,75 @@ bool clr_arr_policy_applies_locked(struct clr_array *a, struct arr_member *m, ui
            clr_arr_enough_without(a, m->role);
 }
 
-int clr_arr_read_failed(struct clr_array *a, struct arr_req *rq, struct arr_member *m, int err)
+int clr_arr_read_failed(struct clr_array *a, struct arr_req *rq, struct arr_member *m, int err, bool *kept)
 {
     uint64_t now = clr_arr_now_ms();
 
+    *kept = false;
     clr_mutex_lock(&a->lock);
     if (!clr_arr_policy_applies_locked(a, m, now)) {
         clr_mutex_unlock(&a->lock);
         return clr_arr_member_failed(a, rq, m, err);
     }
-    note_io_error_locked(m, err);
+    *kept = true;
+    note_io_error_locked(m, err, false);
     if (!m->suspect_ms || now >= m->suspect_ms + a->policy_confirm_ms)
         clr_arr_log(a, LOG_WARNING, "%s: read error (%s): read from another copy; the policy daemon decides",
                     m->path, strerror(-err));
     m->suspect_ms = now;
     clr_mutex_unlock(&a->lock);
     return 0;
+}
+
+/* Row 1, md's corrected read: the sectors go back onto @m from a good
+ * copy.  The rewrite is a resync of the bitmap chunks over them, so that
+ * it runs as every resync does in a cluster: under `resync`, inside a
+ * window every node drained its writes from first.  No other node's write
+ * can land between the good copy's read and the rewrite.  The pass reads
+ * a copy that is not suspect, writes it to the others and reads the
+ * rewritten one back (mirror_sync_unit).  Nothing here is needed for the
+ * data to be right: the good copy already served the read. */
+void clr_arr_rewrite_later(struct clr_array *a, struct arr_member *m, uint64_t ls, uint64_t n)
+{
+    uint64_t cs = a->bmc.chunk_sectors, s, e;
+    bool queued;
+
+    if (!cs || !n || ls >= a->sync_sectors)
+        return;
+    s = ls / cs * cs;
+    e = (ls + n + cs - 1) / cs * cs;
+    if (e > a->sync_sectors)
+        e = a->sync_sectors;
+    clr_mutex_lock(&a->bm_lock);
+    queued = clr_bmc_is_needed(&a->bmc, s / cs) && clr_bmc_is_needed(&a->bmc, (e - 1) / cs);
+    clr_bmc_mark_needed(&a->bmc, s, e - s);
+    clr_mutex_unlock(&a->bm_lock);
+    clr_mutex_lock(&a->lock);
+    a->policy_rewrites++;
+    if (!queued)
+        clr_arr_log(a, LOG_WARNING,
+                    "%s: media error on a read of sectors %" PRIu64 "+%" PRIu64
+                    ", served by another copy: they are rewritten from it (resync of bitmap chunk %" PRIu64
+                    "%s)",
+                    m->path, ls, n, s / cs, e - s > cs ? " on" : "");
+    a->resync_pending = true;
+    clr_arr_sync_kick_locked(a);
+    clr_mutex_unlock(&a->lock);
+}
+
+void clr_arr_rewrite_done(struct clr_array *a, struct arr_member *m, int err)
+{
+    clr_mutex_lock(&a->lock);
+    if (err) {
+        note_io_error_locked(m, err, true);
+        clr_arr_log(a, LOG_ERR, "%s: rewritten from a good copy, but the read back failed (%s)", m->path,
+                    strerror(-err));
+    } else {
+        m->rewrites++;
+        clr_arr_log(a, LOG_NOTICE, "%s: rewritten from a good copy and read back (%u corrected)", m->path,
+                    m->rewrites);
+    }
+    clr_mutex_unlock(&a->lock);
 }
 
 /* Waits (a->lock held, dropped while waiting) until @m is no longer in
@@ -218,17 +273,17 @@ static int policy_hold_locked(struct clr_array *a, struct arr_member *m, int err
     return a->stopping && m->state == ARR_M_IN_SYNC ? -EAGAIN : 0;
 }
 
-void clr_arr_note_io_error(struct clr_array *a, struct arr_member *m, int err)
+void clr_arr_note_io_error(struct clr_array *a, struct arr_member *m, int err, bool write)
 {
     clr_mutex_lock(&a->lock);
-    note_io_error_locked(m, err);
+    note_io_error_locked(m, err, write);
     clr_mutex_unlock(&a->lock);
 }
 
 int clr_arr_member_failed(struct clr_array *a, struct arr_req *rq, struct arr_member *m, int err)
 {
     if (err)
-        clr_arr_note_io_error(a, m, err);
+        clr_arr_note_io_error(a, m, err, false);
     return clr_arr_member_failed_counted(a, rq, m, err);
 }
 

@@ -1123,6 +1123,18 @@ static int64_t held_int(struct clr_array *a, unsigned i, const char *key)
     return v;
 }
 
+/* devices[i].KEY, -1 if absent */
+static int64_t dev_int(struct clr_array *a, unsigned i, const char *key)
+{
+    json_object *o = clr_array_status_json(a), *x = json_object_array_get_idx(jget(o, "devices"), i);
+    int64_t v = -1;
+
+    if (x && (x = jget(x, key)))
+        v = json_object_get_int64(x);
+    json_object_put(o);
+    return v;
+}
+
 static void test_policy_hold(void **s)
 {
     struct clr_array *a, *b;
@@ -1295,6 +1307,76 @@ static void test_policy_hold_timeout(void **s)
     assert_int_equal(st_int(a, "policy.timeouts"), 1);
     assert_true(dev_is(a, t.path[1], "faulty"));
     WAIT_FOR(dev_is(b, t.path[1], "faulty"), 5000);
+    assert_int_equal(clr_array_pread(b, rd, 65536, 1 << 20), 0);
+    assert_memory_equal(bx, rd, 65536);
+    assert_int_equal(clr_array_stop(a), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    clr_array_free(a);
+    clr_array_free(b);
+    free(bx);
+    free(rd);
+    rmfiles(&t);
+}
+
+/* Row 1: a media error on a read is served by the other copy and the
+ * sectors are rewritten onto the bad one from it (a resync of their
+ * bitmap chunk, under the cluster's resync window), then read back; the
+ * member stays in sync on every node.  A media error on a write is
+ * counted as such (the daemon fails the disk for it). */
+static void test_policy_rewrite(void **s)
+{
+    struct clr_array *a, *b;
+    struct bg_write x = { 0 };
+    uint8_t *bx = aligned_alloc(4096, 65536), *rd = aligned_alloc(4096, 65536);
+    struct clr_io_fault_stats fs;
+    struct clr_err e = { "" };
+    struct clr_io_dev *d1;
+    uint64_t bad = (1ull << 20) + 8192;
+    unsigned tries = 0;
+    pthread_t tx;
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    memset(bx, 0x91, 65536);
+    assert_int_equal(clr_array_pwrite(a, bx, 65536, 1 << 20, 0), 0);
+    wait_idle(a);
+    assert_int_equal(clr_array_policy(a, 60000, 60000, false, NULL, NULL, &e), 0);
+    d1 = clr_array_member_io(a, t.path[1]);
+    /* a latent sector error on d1: reads fail with ENODATA until written */
+    assert_int_equal(clr_io_fault_fail_range(d1, CLR_IO_FAULT_READ | CLR_IO_FAULT_HEAL_ON_WRITE,
+                                             t.data_offset * 512 + bad, 4096, ENODATA),
+                     0);
+    /* reads spread over both copies: read until one went to d1 */
+    do {
+        assert_int_equal(clr_array_pread(a, rd, 65536, 1 << 20), 0);
+        assert_memory_equal(bx, rd, 65536);
+        clr_io_fault_stats(d1, &fs);
+    } while (fs.read_errors == 0 && ++tries < 200);
+    assert_int_equal(fs.read_errors, 1);
+    WAIT_FOR(st_int(a, "policy.rewrites") >= 1, 5000);
+    WAIT_FOR(dev_int(a, 1, "io_errors.rewritten") == 1, 10000);
+    /* healed: d1 reads back the data, straight from the file */
+    pread_all(t.path[1], rd, 65536, t.data_offset * 512 + (1 << 20));
+    assert_memory_equal(bx, rd, 65536);
+    assert_true(dev_is(a, t.path[1], "in_sync"));
+    assert_true(dev_is(b, t.path[1], "in_sync"));
+    assert_int_equal(st_int(a, "policy.holds"), 0);
+    assert_int_equal(clr_array_pread(b, rd, 65536, 1 << 20), 0);
+    assert_memory_equal(bx, rd, 65536);
+    /* a media error on a write: held for the decision, counted as such */
+    assert_int_equal(clr_io_fault_fail_range(d1, CLR_IO_FAULT_WRITE, 0, 0, ENODATA), 0);
+    memset(bx, 0xa2, 65536);
+    x = (struct bg_write){ .a = a, .buf = bx, .off = 1 << 20 };
+    pthread_create(&tx, NULL, bg_write_main, &x);
+    WAIT_FOR(held_int(a, 1, "held_writes") == 1, 5000);
+    assert_true(dev_int(a, 1, "io_errors.media_on_write") >= 1);
+    assert_int_equal(clr_array_fail_device(b, t.path[1], &e), 0);
+    pthread_join(tx, NULL);
+    assert_int_equal(x.rc, 0);
     assert_int_equal(clr_array_pread(b, rd, 65536, 1 << 20), 0);
     assert_memory_equal(bx, rd, 65536);
     assert_int_equal(clr_array_stop(a), 0);
@@ -2005,6 +2087,7 @@ int main(void)
         cmocka_unit_test(test_policy_hold),
         cmocka_unit_test(test_policy_hold_timeout),
         cmocka_unit_test(test_policy_hold_counts_every_leg),
+        cmocka_unit_test(test_policy_rewrite),
         cmocka_unit_test(test_readd_under_load),
         cmocka_unit_test(test_rejoin_during_takeover),
         cmocka_unit_test(test_start_during_readd),
