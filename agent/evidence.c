@@ -74,6 +74,9 @@ int clr_evidence_format(const struct clr_evidence *e, char *buf, size_t len)
             !put(buf, len, &at, " m%u=%s:%u", d, err_names[e->err[d]], (unsigned)e->errors[d]))
             return -ENOSPC;
     for (unsigned d = 0; d < nd; d++)
+        if (e->media_writes[d] && !put(buf, len, &at, " w%u=%u", d, (unsigned)e->media_writes[d]))
+            return -ENOSPC;
+    for (unsigned d = 0; d < nd; d++)
         if (e->probe[d] != CLR_POL_PROBE_NOT_RUN && e->probe[d] <= CLR_POL_PROBE_FAILED &&
             !put(buf, len, &at, " p%u=%s", d, probe_names[e->probe[d]]))
             return -ENOSPC;
@@ -152,6 +155,17 @@ int clr_evidence_parse(const char *s, struct clr_evidence *e, char *err, size_t 
             }
             continue;
         }
+        if (tok[0] == 'w' && eq > tok + 1) {
+            unsigned long d;
+
+            if (number(tok + 1, eq, CLR_POL_MAX_DEVS - 1, &d) < 0 || number(eq + 1, end, 65535, &v) < 0) {
+                say(err, errlen, "%.*s: want wI=COUNT, I a member role from 0 to %d", (int)len, tok,
+                    CLR_POL_MAX_DEVS - 1);
+                return -EINVAL;
+            }
+            e->media_writes[d] = (uint16_t)v;
+            continue;
+        }
         if ((tok[0] == 'm' || tok[0] == 'p') && eq > tok + 1) {
             unsigned long d;
             const char *colon;
@@ -187,7 +201,7 @@ int clr_evidence_parse(const char *s, struct clr_evidence *e, char *err, size_t 
         return -EINVAL;
     }
     for (unsigned d = e->n_devs; d < CLR_POL_MAX_DEVS; d++)
-        if (e->err[d] || e->probe[d]) {
+        if (e->err[d] || e->probe[d] || e->media_writes[d]) {
             say(err, errlen, "role %u is past n=%u", d, e->n_devs);
             return -EINVAL;
         }
@@ -317,6 +331,8 @@ int clr_evidence_facts(const struct clr_cib_facts *cf, unsigned ai, const char *
                 reported |= 1ull << d;
             if (e.err[d] == CLR_POL_ERR_MEDIA && e.errors[d] > out->dev[d].read_errors)
                 out->dev[d].read_errors = e.errors[d];
+            if (e.media_writes[d])
+                out->dev[d].media_on_write = true;
         }
     }
     if (me == CLR_POL_MAX_NODES)

@@ -12,6 +12,8 @@
  *   r=R        the members it can still lose, as this node's engine counts
  *   mI=C:K     role I: K errors of class C (media, path, hung, resv) in
  *              the error window; C is the class of the latest one
+ *   wI=K       role I: K of its media errors in the window hit a write
+ *              (row 1: md fails such a disk)
  *   pI=P       this node's probe of role I: pending, ok or failed (asked
  *              for by any node's report on I, kept while reports last)
  *   frozen     the array is frozen on this node
@@ -40,11 +42,12 @@
 
 /** One node's evidence about one array. */
 struct clr_evidence {
-    unsigned n_devs;                   /**< member roles, <= CLR_POL_MAX_DEVS */
-    unsigned redundancy;               /**< members it can still lose */
-    uint8_t err[CLR_POL_MAX_DEVS];     /**< enum clr_pol_err, NONE: clean */
-    uint16_t errors[CLR_POL_MAX_DEVS]; /**< in the error window */
-    uint8_t probe[CLR_POL_MAX_DEVS];   /**< enum clr_pol_probe */
+    unsigned n_devs;                         /**< member roles, <= CLR_POL_MAX_DEVS */
+    unsigned redundancy;                     /**< members it can still lose */
+    uint8_t err[CLR_POL_MAX_DEVS];           /**< enum clr_pol_err, NONE: clean */
+    uint16_t errors[CLR_POL_MAX_DEVS];       /**< in the error window */
+    uint8_t probe[CLR_POL_MAX_DEVS];         /**< enum clr_pol_probe */
+    uint16_t media_writes[CLR_POL_MAX_DEVS]; /**< media errors on writes, in the window */
     bool frozen;
 };
 

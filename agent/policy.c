@@ -406,20 +406,22 @@ static void node_fault(const struct ana *a, struct clr_pol_decision *o, unsigned
     int d = first_dev(devs);
     struct ev e;
 
-    /* a hung I/O cannot be failed back to its client: fence or nothing */
-    if (row == 6 && pa == CLR_POL_PATH_FAIL_DISK)
+    /* fail-disk fails the disk cluster-wide, as md does, for a path
+     * failure (row 3) the redundancy covers.  A hung I/O cannot be failed
+     * back to its client (row 6), a node that lost every member (row 4)
+     * or more disks than the redundancy left would take the array down:
+     * those nodes are fenced instead. */
+    if (pa == CLR_POL_PATH_FAIL_DISK && (row != 3 || popcount64(devs) > f->redundancy))
         pa = CLR_POL_PATH_FENCE;
     e = ev_of(o);
     if (pa == CLR_POL_PATH_IGNORE) {
         decided(o, CLR_POL_NONE, row, devs, 0);
         ev_add(&e, "none (path_failure_action=ignore): ");
     } else if (pa == CLR_POL_PATH_FAIL_DISK) {
-        decided(o, CLR_POL_ERROR, row, devs, nodes);
+        decided(o, CLR_POL_FAIL_DISK, row, devs, 0);
         ev_add(&e, "fail ");
         ev_devs(&e, f, devs);
-        ev_add(&e, " on ");
-        ev_nodes(&e, f, nodes);
-        ev_add(&e, " only: ");
+        ev_add(&e, " cluster-wide (path_failure_action=fail-disk): ");
     } else if (!survivors_quorate(a, nodes)) {
         decided(o, CLR_POL_FREEZE, row, devs, 0);
         ev_add(&e, "freeze (survivors of fencing ");

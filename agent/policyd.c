@@ -73,7 +73,7 @@ static char self[CLR_CIB_NAME_MAX]; /* this node's name in the CIB */
 
 #define TICK_MS     1000
 #define CTL_TIMEOUT 2000
-#define N_CLASSES   3 /* media, path, reservation: the engine's counters */
+#define N_CLASSES   4 /* media, path, reservation, media on a write: the engine's counters */
 
 /* What this daemon keeps per array resource between ticks. */
 struct tracked {
@@ -429,7 +429,7 @@ static int64_t jint(json_object *o, const char *key)
 static void member_evidence(struct tracked *t, unsigned role, const uint64_t count[N_CLASSES],
                             uint64_t last_ms, uint64_t now_ms, uint64_t window_ms, struct clr_evidence *e)
 {
-    static const uint8_t cls[N_CLASSES] = { CLR_POL_ERR_MEDIA, CLR_POL_ERR_PATH, CLR_POL_ERR_RESV };
+    static const uint8_t cls[3] = { CLR_POL_ERR_MEDIA, CLR_POL_ERR_PATH, CLR_POL_ERR_RESV };
     uint32_t w[N_CLASSES], sum = 0;
 
     for (unsigned c = 0; c < N_CLASSES; c++) {
@@ -438,10 +438,12 @@ static void member_evidence(struct tracked *t, unsigned role, const uint64_t cou
         else
             clr_ev_hist_add(&t->hist[role][c], now_ms, count[c]);
         w[c] = clr_ev_hist_window(&t->hist[role][c], now_ms, window_ms);
-        sum += w[c];
+        if (c < 3) /* media on a write is among media already */
+            sum += w[c];
     }
     t->hist_ok[role] = true;
     e->errors[role] = (uint16_t)(sum > 65535 ? 65535 : sum);
+    e->media_writes[role] = (uint16_t)(w[3] > 65535 ? 65535 : w[3]);
     e->err[role] = w[2] ? cls[2] : w[1] ? cls[1] : w[0] ? cls[0] : CLR_POL_ERR_NONE;
 }
 
@@ -506,6 +508,7 @@ static int local_evidence(const struct clr_cib_array *a, struct tracked *t, uint
             count[role][0] += (uint64_t)jint(x, "media");
             count[role][1] += (uint64_t)jint(x, "path");
             count[role][2] += (uint64_t)jint(x, "reservation");
+            count[role][3] += (uint64_t)jint(x, "media_on_write");
             if ((uint64_t)jint(x, "last_ms") > last[role])
                 last[role] = (uint64_t)jint(x, "last_ms");
         }
@@ -920,20 +923,16 @@ static void carry_out(const struct clr_cib_array *a, struct tracked *t, const st
             }
         break;
     case CLR_POL_ERROR:
-        if (d->nodes)
-            syslog(LOG_WARNING,
-                   "array %s: path_failure_action=fail-disk (this node's I/O to the member fails, others' "
-                   "goes on) is not carried out by this engine yet: the held writes fail the member "
-                   "after confirm_timeout",
-                   a->name);
         break; /* the last copy: every node thaws its engine (pending "error") */
+    case CLR_POL_REWRITE:
+        break; /* the engine that read the error rewrites it (row 1) */
     default:
         break;
     }
 }
 
-/* A disk is failed cluster-wide only on a probe this node ran after the
- * decision came up, and that failed: a failed probe stands until its
+/* Row 2 (a disk failing on every node) fails it cluster-wide only on a
+ * probe this node ran after the decision came up, and that failed: a failed probe stands until its
  * retry, and the member may have come back meanwhile (a fault cleared, a
  * re-add that brought redundancy back).  The decider runs the array
  * (evidence.c), so its own probe is among those the decision counts.
@@ -1115,7 +1114,7 @@ static bool tick_array(const struct clr_cib_array *a, unsigned ai, struct tracke
         t->fail_seen_ms = 0;
     if (t->have_last && same_decision(&t->last, &d))
         return running;
-    if (pf.decider && d.action == CLR_POL_FAIL_DISK && !fresh_failed_probes(a, t, &d))
+    if (pf.decider && d.action == CLR_POL_FAIL_DISK && d.row == 2 && !fresh_failed_probes(a, t, &d))
         return running;
     t->fail_seen_ms = 0;
     if (d.action != CLR_POL_NONE || d.row)

@@ -31,11 +31,12 @@ static void test_format_parse(void **s)
     e.errors[1] = 3;
     e.err[2] = CLR_POL_ERR_MEDIA;
     e.errors[2] = 1;
+    e.media_writes[2] = 1;
     e.probe[1] = CLR_POL_PROBE_FAILED;
     e.probe[3] = CLR_POL_PROBE_OK;
     e.frozen = true;
     assert_int_equal(clr_evidence_format(&e, buf, sizeof(buf)), 0);
-    assert_string_equal(buf, "n=4 r=1 m1=path:3 m2=media:1 p1=failed p3=ok frozen");
+    assert_string_equal(buf, "n=4 r=1 m1=path:3 m2=media:1 w2=1 p1=failed p3=ok frozen");
     assert_int_equal(clr_evidence_parse(buf, &back, err, sizeof(err)), 0);
     assert_memory_equal(&e, &back, sizeof(e));
     /* a clean node */
@@ -54,6 +55,7 @@ static void test_format_parse(void **s)
     for (unsigned d = 0; d < CLR_POL_MAX_DEVS; d++) {
         e.err[d] = CLR_POL_ERR_MEDIA;
         e.errors[d] = 65535;
+        e.media_writes[d] = 65535;
         e.probe[d] = CLR_POL_PROBE_PENDING;
     }
     assert_int_equal(clr_evidence_format(&e, buf, sizeof(buf)), 0);
@@ -89,6 +91,8 @@ static void test_parse_rejects(void **s)
         { "n=4 r=1 m64=path:1", "m64=path:1: not a member role from 0 to 63" },
         { "n=4 r=1 p1=maybe", "p1=maybe: a probe is pending, ok or failed" },
         { "n=4 r=1 m1=none:0", "m1=none:0: want mI=CLASS:COUNT, CLASS media, path, hung or resv" },
+        { "n=4 r=1 w1=x", "w1=x: want wI=COUNT, I a member role from 0 to 63" },
+        { "n=4 r=1 w4=1", "role 4 is past n=4" },
     };
     struct clr_evidence e;
 
@@ -269,6 +273,35 @@ static void test_facts_everywhere(void **s)
     assert_int_equal(d.devs, 1u);
 }
 
+/* row 1 from the CIB: a media error on a read is rewritten; one that hit
+ * a write fails the disk */
+static void test_facts_media(void **s)
+{
+    static const char rd[] = CIB("dc-uuid=\"1\"", NS("1", "true", IO("1", "n=2 r=1"))
+                                                      NS("2", "true", IO("2", "n=2 r=1 m1=media:2")));
+    static const char wr[] = CIB("dc-uuid=\"1\"", NS("1", "true", IO("1", "n=2 r=1"))
+                                                      NS("2", "true", IO("2", "n=2 r=1 m1=media:3 w1=1")));
+    struct clr_pol_settings set;
+    struct clr_pol_decision d;
+
+    (void)s;
+    clr_policy_settings_default(&set);
+    memset(&st, 0, sizeof(st));
+    assert_int_equal(facts_for(rd, "n1", 10), 0);
+    assert_false(pf.dev[1].media_on_write);
+    assert_int_equal(pf.dev[1].read_errors, 2);
+    clr_policy_decide(&pf, &set, &d);
+    assert_int_equal(d.action, CLR_POL_REWRITE);
+    assert_int_equal(d.row, 1);
+    memset(&st, 0, sizeof(st));
+    assert_int_equal(facts_for(wr, "n1", 10), 0);
+    assert_true(pf.dev[1].media_on_write);
+    clr_policy_decide(&pf, &set, &d);
+    assert_int_equal(d.action, CLR_POL_FAIL_DISK);
+    assert_int_equal(d.row, 1);
+    assert_int_equal(d.devs, 1u << 1);
+}
+
 static void test_facts_edges(void **s)
 {
     /* n3 is down (its attribute is left over), n2's value is malformed,
@@ -335,6 +368,7 @@ int main(void)
         cmocka_unit_test(test_window_random),
         cmocka_unit_test(test_facts_path_one_node),
         cmocka_unit_test(test_facts_everywhere),
+        cmocka_unit_test(test_facts_media),
         cmocka_unit_test(test_facts_edges),
         cmocka_unit_test(test_facts_decider_runs_array),
     };

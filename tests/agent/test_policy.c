@@ -205,8 +205,8 @@ static void test_row3_path_failure_subset_fences(void **state)
     }
 }
 
-/* 3 with path_failure_action=fail-disk: errors on that node only, the disk
- * stays in the array; =ignore: nothing */
+/* 3 with path_failure_action=fail-disk: the disk fails cluster-wide, as
+ * md fails it, and nobody is fenced; =ignore: nothing */
 static void test_row3_path_failure_actions(void **state)
 {
     struct clr_pol_settings s = defaults();
@@ -217,10 +217,16 @@ static void test_row3_path_failure_actions(void **state)
     path_subset(&f);
     s.path_failure_action = CLR_POL_PATH_FAIL_DISK;
     d = decide(&f, &s);
-    assert_int_equal(d.action, CLR_POL_ERROR);
+    assert_int_equal(d.action, CLR_POL_FAIL_DISK);
     assert_int_equal(d.row, 3);
-    assert_int_equal(d.nodes, BIT(N2));
+    assert_int_equal(d.nodes, 0);
     assert_int_equal(d.devs, BIT(1));
+    assert_non_null(strstr(d.evidence, "fail disk1 cluster-wide (path_failure_action=fail-disk)"));
+    /* not the last copy: with no redundancy left, the node is fenced */
+    f.redundancy = 0;
+    d = decide(&f, &s);
+    assert_int_not_equal(d.action, CLR_POL_FAIL_DISK);
+    f.redundancy = 1;
     s.path_failure_action = CLR_POL_PATH_IGNORE;
     d = decide(&f, &s);
     assert_int_equal(d.action, CLR_POL_NONE);
@@ -903,9 +909,10 @@ static void check_invariants(const struct clr_pol_facts *f, const struct clr_pol
         /* never more than the redundancy left */
         assert_true((unsigned)__builtin_popcountll(o->devs) <= f->redundancy);
         /* never a disk a node still reads and writes when another node's
-         * path fails it */
+         * path fails it, unless the operator chose md's way for that
+         * (path_failure_action=fail-disk) */
         for (unsigned d = 0; d < f->n_devs; d++)
-            if (o->devs & (1ull << d))
+            if ((o->devs & (1ull << d)) && s->path_failure_action != CLR_POL_PATH_FAIL_DISK)
                 assert_false(path_fault_with_good_node(f, d));
     }
     if (o->action == CLR_POL_REWRITE)
