@@ -163,9 +163,10 @@ int clr_cmd_fault(int argc, char **argv)
             continue;
         }
         if (c == '?') {
-            clr_cli_error("fault",
-                          "bad option (usage: clraid fault NAME DEV read|write|rw|vanish|delay|clear "
-                          "[--offset N] [--length N] [--ms N] [--errno N])");
+            clr_cli_error(
+                "fault",
+                "bad option (usage: clraid fault NAME DEV read|write|rw|vanish|delay|clear|bad-sector "
+                "[--offset N] [--length N] [--ms N] [--errno N])");
             return 1;
         }
         errno = 0;
@@ -176,7 +177,8 @@ int clr_cmd_fault(int argc, char **argv)
         }
     }
     if (argc - optind != 3) {
-        clr_cli_error("fault", "usage: clraid fault NAME DEV read|write|rw|vanish|delay|clear [options]");
+        clr_cli_error("fault",
+                      "usage: clraid fault NAME DEV read|write|rw|vanish|delay|clear|bad-sector [options]");
         return 1;
     }
     if (clr_name_check("fault", argv[optind]) != 0)

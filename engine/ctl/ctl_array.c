@@ -49,6 +49,10 @@ static char *do_fault(struct clr_array *a, const struct clr_ctl_request *req)
     case CLR_CTL_FAULT_CLEAR:
         clr_io_fault_clear(dev);
         break;
+    case CLR_CTL_FAULT_BAD_SECTOR:
+        rc = clr_io_fault_fail_range(dev, CLR_IO_FAULT_READ | CLR_IO_FAULT_HEAL_ON_WRITE, req->offset,
+                                     req->length, req->err ? req->err : ENODATA);
+        break;
     }
     if (rc)
         clr_err_set(&e, rc, "fault: %s: %s", req->device,

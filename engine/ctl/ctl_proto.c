@@ -31,8 +31,13 @@ static const struct {
 };
 
 static const char *const fault_ops[] = {
-    [CLR_CTL_FAULT_READ] = "read",     [CLR_CTL_FAULT_WRITE] = "write", [CLR_CTL_FAULT_RW] = "rw",
-    [CLR_CTL_FAULT_VANISH] = "vanish", [CLR_CTL_FAULT_DELAY] = "delay", [CLR_CTL_FAULT_CLEAR] = "clear",
+    [CLR_CTL_FAULT_READ] = "read",
+    [CLR_CTL_FAULT_WRITE] = "write",
+    [CLR_CTL_FAULT_RW] = "rw",
+    [CLR_CTL_FAULT_VANISH] = "vanish",
+    [CLR_CTL_FAULT_DELAY] = "delay",
+    [CLR_CTL_FAULT_CLEAR] = "clear",
+    [CLR_CTL_FAULT_BAD_SECTOR] = "bad-sector",
 };
 
 const char *clr_ctl_cmd_name(enum clr_ctl_cmd cmd)
@@ -107,13 +112,15 @@ static int decode_fault(json_object *args, struct clr_ctl_request *req, struct c
     int rc;
 
     if (!json_object_object_get_ex(args, "op", &o) || !json_object_is_type(o, json_type_string))
-        return clr_err_set(e, -EINVAL, "fault: args.op must be one of read, write, rw, vanish, delay, clear");
+        return clr_err_set(e, -EINVAL,
+                           "fault: args.op must be one of read, write, rw, vanish, delay, clear, bad-sector");
     op = json_object_get_string(o);
     for (i = 0; i < sizeof fault_ops / sizeof fault_ops[0]; i++)
         if (strcmp(op, fault_ops[i]) == 0)
             break;
     if (i == sizeof fault_ops / sizeof fault_ops[0])
-        return clr_err_set(e, -EINVAL, "fault: unknown op (use read, write, rw, vanish, delay or clear)");
+        return clr_err_set(e, -EINVAL,
+                           "fault: unknown op (use read, write, rw, vanish, delay, clear or bad-sector)");
     req->fault_op = (enum clr_ctl_fault_op)i;
     if ((rc = get_u64(args, "offset", INT64_MAX, &req->offset, e)) ||
         (rc = get_u64(args, "length", INT64_MAX, &req->length, e)) ||
@@ -121,6 +128,8 @@ static int decode_fault(json_object *args, struct clr_ctl_request *req, struct c
         return rc;
     if (req->fault_op == CLR_CTL_FAULT_DELAY && !json_object_object_get_ex(args, "ms", NULL))
         return clr_err_set(e, -EINVAL, "fault delay: args.ms is required");
+    if (req->fault_op == CLR_CTL_FAULT_BAD_SECTOR && req->length == 0)
+        return clr_err_set(e, -EINVAL, "fault bad-sector: args.length (bytes, > 0) is required");
     req->ms = (unsigned)ms;
     req->err = (int)err;
     return 0;

@@ -43,12 +43,14 @@ enum clr_ctl_cmd {
 
 /** Fault kinds of the "fault" test hook (args.op). */
 enum clr_ctl_fault_op {
-    CLR_CTL_FAULT_READ,   /**< fail reads in [offset, offset+length) */
-    CLR_CTL_FAULT_WRITE,  /**< fail writes/zero/trim in the range */
-    CLR_CTL_FAULT_RW,     /**< both */
-    CLR_CTL_FAULT_VANISH, /**< every request fails (ENODEV) */
-    CLR_CTL_FAULT_DELAY,  /**< delay completions by args.ms */
-    CLR_CTL_FAULT_CLEAR,  /**< disarm everything */
+    CLR_CTL_FAULT_READ,       /**< fail reads in [offset, offset+length) */
+    CLR_CTL_FAULT_WRITE,      /**< fail writes/zero/trim in the range */
+    CLR_CTL_FAULT_RW,         /**< both */
+    CLR_CTL_FAULT_VANISH,     /**< every request fails (ENODEV) */
+    CLR_CTL_FAULT_DELAY,      /**< delay completions by args.ms */
+    CLR_CTL_FAULT_CLEAR,      /**< disarm everything */
+    CLR_CTL_FAULT_BAD_SECTOR, /**< reads of the range fail (ENODATA) until a
+                               *   write covers it: a latent sector error */
 };
 
 /** A decoded, validated request. Strings point into @obj. */

@@ -123,6 +123,18 @@ static void test_fault(void **state)
         -EINVAL);
     assert_int_equal(
         decode("{\"v\":1,\"cmd\":\"fault\",\"args\":{\"device\":\"/d1\",\"op\":\"melt\"}}", &r, &e), -EINVAL);
+    /* a latent sector error needs a range */
+    assert_int_equal(
+        decode("{\"v\":1,\"cmd\":\"fault\",\"args\":{\"device\":\"/d1\",\"op\":\"bad-sector\"}}", &r, &e),
+        -EINVAL);
+    assert_string_equal(e.msg, "fault bad-sector: args.length (bytes, > 0) is required");
+    assert_int_equal(decode("{\"v\":1,\"cmd\":\"fault\",\"args\":{\"device\":\"/d1\",\"op\":\"bad-sector\","
+                            "\"offset\":8192,\"length\":4096}}",
+                            &r, &e),
+                     0);
+    assert_int_equal(r.fault_op, CLR_CTL_FAULT_BAD_SECTOR);
+    assert_int_equal(r.length, 4096);
+    clr_ctl_request_free(&r);
     assert_int_equal(decode("{\"v\":1,\"cmd\":\"fault\",\"args\":{\"device\":\"/d1\",\"op\":\"read\","
                             "\"offset\":-1}}",
                             &r, &e),
