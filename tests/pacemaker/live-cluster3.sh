@@ -22,7 +22,8 @@
 #   7-11 clraid-policyd's decisions, issue 15's cases (a) to (e): a path
 #     failure on one node, a member failing everywhere, the last copy
 #     failing, the fence device failing, a minority partition; 12: I/O
-#     hung on one node (row 6); 13: one node loses every member (row 4)
+#     hung on one node (row 6); 13: one node loses every member (row 4);
+#     14: path_failure_action=fail-disk; 15: a media error on a read (row 1)
 # LIVE3_SCENARIOS="2 3" runs only those (each leaves all three nodes up).
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 CLRAID_PCMK_UNSHARE="-n -u"
@@ -262,7 +263,7 @@ for i in 1 2 3; do BASE[i]=$(((i - 1) * REGION_GAP + 1048576)); done
 
 # read_all I OUT: node I's whole export into OUT; its sha256 on stdout.
 read_all() {
-	on "$1" timeout 60 nbdcopy "$(cl_uri)" "$2" || fail "nbdcopy on n$1"
+	on "$1" timeout 60 nbdcopy "$(cl_uri)" "$2" || { dump_logs; fail "nbdcopy on n$1"; }
 	sha256sum <"$2" | cut -c1-16
 }
 # verify_data TAG NODES...: every listed node reads the same, and that is
@@ -838,8 +839,84 @@ slots_clean() {
 	[ "$("$CLRAID" examine --json "${LEGS[@]}" | jq '[.[].bitmap.slots[].dirty_bits] | add')" = 0 ]
 }
 
+# --- scenario 14: path_failure_action=fail-disk -----------------------------
+# As scenario 7 (n3 loses its path to the second member under writes from
+# all three), but the operator chose md's way (pcs resource update, no
+# restart): the DC decides row 3 fail-disk and fails the member
+# cluster-wide; nobody is fenced, n3's held writes complete without it and
+# all three write on, degraded.  Then the path comes back, the member is
+# re-added, and a check finds the copies equal.
+scenario_14() {
+	local t0 t_held t_dec t_fail i
+	on 1 pcs resource update "$RES" path_failure_action=fail-disk >/dev/null ||
+		fail "pcs resource update path_failure_action=fail-disk"
+	start_writers 14
+	wait_for "n$V mid-write" 60 in_mid_round "$V"
+	t0=$(now_ms)
+	fault "$V" 1 vanish
+	wait_for "n$V: writes held for the decision" 30 held_on "$V"
+	t_held=$(now_ms)
+	wait_for "decision: row 3, fail-disk" 60 decided "row 3 fail-disk" "$t0"
+	t_dec=$(now_ms)
+	decision
+	for i in 1 2 3; do wait_for "n$i: the member failed" 60 leg_is "$i" 1 faulty; done
+	t_fail=$(now_ms)
+	for i in 1 2 3; do wait_for "n$i writes on, degraded" 30 acks_after "$i" "$t_fail"; done
+	stop_writers 14
+	survivors_ok 1 2 3
+	[ -z "$(fences_after "$t0")" ] || { fences_after "$t0"; fail "a node was fenced with path_failure_action=fail-disk"; }
+	verify_data s14 1 2 3
+	on 1 pcs resource update "$RES" path_failure_action=fence >/dev/null ||
+		fail "pcs resource update path_failure_action=fence"
+	fault "$V" 1 clear
+	on 1 timeout 60 "$CLRAID" re-add "$NAME" "${LEGS[1]}" >/dev/null || fail "clraid re-add on n1"
+	for i in 1 2 3; do wait_for "n$i: the member back in sync" 90 leg_is "$i" 1 in_sync; done
+	for i in 1 2 3; do wait_for "n$i idle" 60 st_is "$i" .sync_action idle; done
+	check_clean 1
+	echo "scenario 14 (path_failure_action=fail-disk): ok: $(policy_timings "$t0" "$t_held" "$t_dec" "failed on all 3" "$t_fail"); no fencing; all 3 wrote on degraded; re-added and clean"
+}
+
+# --- scenario 15 (row 1): a media error on a read ---------------------------
+# A latent sector error in n2's region of the second member, as n2 sees it
+# (reads fail with ENODATA until a write covers it).  n2 reads its export
+# until a read went to that copy: the read is served by the other copy,
+# the engine rewrites the sector from it (a resync of its bitmap chunk,
+# under the cluster's resync window) and reads it back; the DC decides
+# row 1 rewrite; nothing is failed or fenced.
+media_seen() {
+	read_all 2 "$N/img-media" >/dev/null
+	rm -f "$N/img-media"
+	[ "$(st 2 ".devices[] | select(.path == \"${LEGS[1]}\") | .io_errors.media")" -gt 0 ]
+}
+rewritten_on() { [ "$(st "$1" ".devices[] | select(.path == \"${LEGS[1]}\") | .io_errors.rewritten")" -gt 0 ]; }
+scenario_15() {
+	local t0 t_err t_fix t_dec doff off i
+	doff=$("$CLRAID" examine --json "${LEGS[1]}" | jq 'if type == "array" then .[0] else . end | .superblock.data_offset')
+	[ "$doff" -gt 0 ] 2>/dev/null || fail "no data offset for ${LEGS[1]}: $doff"
+	off=$((doff * 512 + BASE[2] + 65536))
+	t0=$(now_ms)
+	on 2 timeout 20 "$CLRAID" fault "$NAME" "${LEGS[1]}" bad-sector --offset "$off" --length 4096 >/dev/null ||
+		fail "n2: clraid fault bad-sector"
+	wait_for "n2: a read hit the bad sector" 60 media_seen
+	t_err=$(now_ms)
+	wait_for "n2: the sector rewritten and read back" 60 rewritten_on 2
+	t_fix=$(now_ms)
+	wait_for "decision: row 1, rewrite" 60 decided "row 1 rewrite" "$t0"
+	t_dec=$(now_ms)
+	decision
+	grep -q "rewritten from a good copy and read back" "$N/n2/run/clraid/$NAME.log" 2>/dev/null ||
+		grep -rq "rewritten from a good copy and read back" "$N/n2/run/clraid/" ||
+		{ dump_logs; fail "n2's engine did not log the rewrite"; }
+	for i in 1 2 3; do leg_is "$i" 1 in_sync || fail "n$i: the member with a bad sector is $(leg_state "$i" 1)"; done
+	[ -z "$(fences_after "$t0")" ] || { fences_after "$t0"; fail "a node was fenced for a media error"; }
+	verify_data s15 1 2 3
+	check_clean 1
+	on 2 timeout 20 "$CLRAID" fault "$NAME" "${LEGS[1]}" clear >/dev/null || fail "n2: clraid fault clear"
+	echo "scenario 15 (row 1): ok: bad sector armed -> a read hit it $((t_err - t0)) ms -> rewritten and read back $((t_fix - t0)) ms -> decision row 1 rewrite $((t_dec - t0)) ms; nothing failed or fenced; check 0 mismatches"
+}
+
 V=3
-for sc in ${LIVE3_SCENARIOS:-1 2 3 4 5 6 7 13 10 11 12 8 9}; do
+for sc in ${LIVE3_SCENARIOS:-1 2 3 4 5 6 7 13 10 11 12 8 14 9 15}; do
 	"scenario_$sc"
 done
 
