@@ -843,18 +843,31 @@ struct ctl_job {
     char why[300];
 };
 
+/* A failed command is retried by carrying the decision out again, once
+ * CTL_RETRY_S seconds passed (not on every tick: the engine may refuse
+ * for a while, and each try is a connection and a log line). */
+#define CTL_RETRY_S 5
+
+static gboolean ctl_retry(gpointer data)
+{
+    struct tracked *t = find_tracked(data);
+
+    if (t)
+        t->have_last = false; /* the same decision is carried out again */
+    g_free(data);
+    return G_SOURCE_REMOVE;
+}
+
 static gboolean ctl_job_done(gpointer data)
 {
     struct ctl_job *j = data;
-    struct tracked *t = find_tracked(j->rsc);
 
     if (j->rc == 0) {
         syslog(LOG_NOTICE, "array %s: %s%s%s: done", j->array, j->cmd, j->dev[0] ? " " : "", j->dev);
     } else {
-        syslog(LOG_ERR, "array %s: %s%s%s failed: %s; trying again", j->array, j->cmd, j->dev[0] ? " " : "",
-               j->dev, j->why);
-        if (t)
-            t->have_last = false; /* the same decision is carried out again */
+        syslog(LOG_ERR, "array %s: %s%s%s failed: %s; trying again in %d s", j->array, j->cmd,
+               j->dev[0] ? " " : "", j->dev, j->why, CTL_RETRY_S);
+        g_timeout_add_seconds(CTL_RETRY_S, ctl_retry, g_strdup(j->rsc));
     }
     g_free(j);
     return G_SOURCE_REMOVE;
