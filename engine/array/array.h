@@ -94,6 +94,11 @@ int clr_array_run(struct clr_array *a, struct clr_err *e);
  *  clears the bitmap where it may, and writes the superblocks. */
 int clr_array_stop(struct clr_array *a);
 
+/** A stop is on its way (the control socket's `stop`, before the front end
+ *  drains): writes held for a policy decision, and I/O waiting for a thaw,
+ *  fail now, unacknowledged, as they would once clr_array_stop() runs. */
+void clr_array_stop_requested(struct clr_array *a);
+
 /** Frees everything (stops first if still running). NULL is ignored. */
 void clr_array_free(struct clr_array *a);
 

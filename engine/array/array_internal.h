@@ -182,6 +182,7 @@ struct clr_array {
     uint32_t policy_confirm_ms;
     uint64_t policy_holds, policy_timeouts; /* counters, for status */
     uint64_t policy_rewrites;               /* rewrites queued (row 1) */
+    bool stop_requested;                    /* clr_array_stop_requested() */
     char *policy_decision, *policy_pending; /* the daemon's, for status */
     uint64_t blocked;
     unsigned inflight;

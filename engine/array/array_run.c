@@ -160,6 +160,14 @@ fail:
     return rc;
 }
 
+void clr_array_stop_requested(struct clr_array *a)
+{
+    clr_mutex_lock(&a->lock);
+    a->stop_requested = true;
+    pthread_cond_broadcast(&a->cond);
+    clr_mutex_unlock(&a->lock);
+}
+
 static int array_stop(struct clr_array *a);
 
 int clr_array_stop(struct clr_array *a)

@@ -231,21 +231,33 @@ void clr_arr_rewrite_done(struct clr_array *a, struct arr_member *m, int err)
 static int policy_hold_locked(struct clr_array *a, struct arr_member *m, int err)
 {
     uint64_t now = clr_arr_now_ms(), deadline = now + a->policy_confirm_ms;
-    bool timed_out = false;
+    /* a reservation conflict (row 7): this node has been fenced, not the
+     * disk; its writes wait, with no timeout, for the daemon to stop the
+     * engine, and never fail the member */
+    bool resv = clr_policy_errno_class(err) == CLR_POL_ERR_RESV, timed_out = false;
 
     m->suspect_ms = now;
     if (m->held++ == 0) {
         m->held_since_ms = now;
         a->policy_holds++;
-        clr_arr_log(a, LOG_WARNING,
-                    "%s: write error (%s): writes to it wait up to %u ms for the policy daemon's decision",
-                    m->path, strerror(-err), a->policy_confirm_ms);
+        if (resv)
+            clr_arr_log(
+                a, LOG_CRIT,
+                "%s: write refused (%s): this node has been fenced; writes wait for the engine to stop",
+                m->path, strerror(-err));
+        else
+            clr_arr_log(
+                a, LOG_WARNING,
+                "%s: write error (%s): writes to it wait up to %u ms for the policy daemon's decision",
+                m->path, strerror(-err), a->policy_confirm_ms);
     }
-    while (m->state == ARR_M_IN_SYNC && !a->stopping && !a->crashed) {
+    while (m->state == ARR_M_IN_SYNC && !a->stopping && !a->stop_requested && !a->crashed) {
         uint64_t until = deadline > a->policy_hold_until_ms ? deadline : a->policy_hold_until_ms;
         struct timespec ts;
 
         now = clr_arr_now_ms();
+        if (resv && until <= now + 1000)
+            until = now + 1000;
         if (now >= until) {
             timed_out = true;
             break;
@@ -270,7 +282,7 @@ static int policy_hold_locked(struct clr_array *a, struct arr_member *m, int err
         clr_arr_log(a, LOG_ERR, "%s: no policy decision within %u ms: failing it, as md does", m->path,
                     a->policy_confirm_ms);
     }
-    return a->stopping && m->state == ARR_M_IN_SYNC ? -EAGAIN : 0;
+    return (a->stopping || a->stop_requested) && m->state == ARR_M_IN_SYNC ? -EAGAIN : 0;
 }
 
 void clr_arr_note_io_error(struct clr_array *a, struct arr_member *m, int err, bool write)
@@ -357,10 +369,10 @@ int clr_arr_wait_thaw(struct clr_array *a)
 
     clr_mutex_lock(&a->lock);
     a->blocked++;
-    while (a->frozen && !a->thaw_err && !a->stopping)
+    while (a->frozen && !a->thaw_err && !a->stopping && !a->stop_requested)
         clr_cond_wait(&a->cond, &a->lock);
     a->blocked--;
-    rc = (a->frozen && a->thaw_err) || a->stopping ? -EIO : 0;
+    rc = (a->frozen && a->thaw_err) || a->stopping || a->stop_requested ? -EIO : 0;
     clr_mutex_unlock(&a->lock);
     return rc;
 }

@@ -195,6 +195,9 @@ static int clraid_get_ready(void)
 static void clraid_request_stop(void *opaque)
 {
     nbdkit_debug("%s: stop requested on the control socket", name);
+    /* held writes fail now: nbdkit waits for them before it unloads us */
+    if (array)
+        clr_array_stop_requested(array);
     nbdkit_shutdown();
 }
 

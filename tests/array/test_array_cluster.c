@@ -1318,6 +1318,50 @@ static void test_policy_hold_timeout(void **s)
     rmfiles(&t);
 }
 
+/* Row 7: a write refused with EBADE (a reservation conflict: this node
+ * has been fenced) is held with no timeout and never fails the member;
+ * a stop request ends the hold, the write unacknowledged. */
+static void test_policy_hold_reservation(void **s)
+{
+    struct clr_array *a, *b;
+    struct bg_write x = { 0 };
+    uint8_t *bx = aligned_alloc(4096, 65536);
+    struct clr_err e = { "" };
+    pthread_t tx;
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 1, 0, 2, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    memset(bx, 0x1e, 65536);
+    assert_int_equal(clr_array_pwrite(a, bx, 65536, 1 << 20, 0), 0);
+    /* confirm_timeout 200 ms: any other error would fail the member soon */
+    assert_int_equal(clr_array_policy(a, 200, 60000, false, NULL, NULL, &e), 0);
+    assert_int_equal(
+        clr_io_fault_fail_range(clr_array_member_io(a, t.path[1]), CLR_IO_FAULT_WRITE, 0, 0, EBADE), 0);
+    x = (struct bg_write){ .a = a, .buf = bx, .off = 1 << 20 };
+    pthread_create(&tx, NULL, bg_write_main, &x);
+    WAIT_FOR(held_int(a, 1, "held_for_ms") > 1500, 5000);
+    assert_false(atomic_load(&x.done));
+    assert_int_equal(st_int(a, "policy.timeouts"), 0);
+    assert_true(dev_is(a, t.path[1], "in_sync"));
+    assert_true(dev_is(b, t.path[1], "in_sync"));
+    assert_true(dev_int(a, 1, "io_errors.reservation") >= 1);
+    clr_array_stop_requested(a);
+    pthread_join(tx, NULL);
+    assert_int_not_equal(x.rc, 0);
+    assert_true(dev_is(a, t.path[1], "in_sync"));
+    assert_int_equal(clr_array_stop(a), 0);
+    assert_true(dev_is(b, t.path[1], "in_sync"));
+    assert_int_equal(clr_array_stop(b), 0);
+    clr_array_free(a);
+    clr_array_free(b);
+    free(bx);
+    rmfiles(&t);
+}
+
 /* Row 1: a media error on a read is served by the other copy and the
  * sectors are rewritten onto the bad one from it (a resync of their
  * bitmap chunk, under the cluster's resync window), then read back; the
@@ -2088,6 +2132,7 @@ int main(void)
         cmocka_unit_test(test_policy_hold_timeout),
         cmocka_unit_test(test_policy_hold_counts_every_leg),
         cmocka_unit_test(test_policy_rewrite),
+        cmocka_unit_test(test_policy_hold_reservation),
         cmocka_unit_test(test_readd_under_load),
         cmocka_unit_test(test_rejoin_during_takeover),
         cmocka_unit_test(test_start_during_readd),
