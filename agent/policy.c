@@ -196,7 +196,12 @@ static void judge_dev(struct ana *a, unsigned d)
             unfinished |= bit;
     }
     a->kind[d] = DK_CLEAN;
-    if (!reporters && !probe_failed)
+    if (f->dev[d].out)
+        return;
+    /* probes answer reports: with none left (the member failed
+     * cluster-wide, or the errors left the window), a failed probe that
+     * a daemon has not withdrawn yet is no evidence of anything */
+    if (!reporters)
         return;
     if (reporters == media && !probe_failed) {
         /* the disk's content: md's corrected-read rule, no probe */
@@ -242,9 +247,12 @@ static void judge_dev(struct ana *a, unsigned d)
 static int judge_row4(const struct ana *a)
 {
     const struct clr_pol_facts *f = a->f;
+    unsigned used = 0;
     int node = -1;
 
-    if (f->n_devs < 2)
+    for (unsigned d = 0; d < f->n_devs; d++)
+        used += !f->dev[d].out;
+    if (used < 2)
         return -1;
     for (unsigned n = 0; n < f->n_nodes; n++) {
         const struct clr_pol_node *nd = &f->node[n];
@@ -253,12 +261,14 @@ static int judge_row4(const struct ana *a)
         if (!(a->live & (1u << n)))
             continue;
         for (unsigned d = 0; d < f->n_devs; d++) {
+            if (f->dev[d].out)
+                continue;
             if (nd->err[d] == CLR_POL_ERR_PATH)
                 path++;
             else if (nd->err[d] != CLR_POL_ERR_NONE || nd->probe[d] == CLR_POL_PROBE_FAILED)
                 other++;
         }
-        if (path == f->n_devs && node < 0)
+        if (path == used && node < 0)
             node = (int)n;
         else if (path || other)
             return -1;

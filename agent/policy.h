@@ -99,6 +99,10 @@ struct clr_pol_dev {
     bool media_on_write;      /**< a media error on a write (md fails it) */
     uint32_t read_errors;     /**< md's corrected-read count, decayed
                                *   (clr_policy_read_errors_decay) */
+    bool out;                 /**< no longer in use on this node's engine
+                               *   (failed, removed): the decision on it
+                               *   was carried out, nothing is left to
+                               *   decide, whatever reports linger */
 };
 
 struct clr_pol_facts {

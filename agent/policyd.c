@@ -105,6 +105,7 @@ struct tracked {
     /* this node's engine: writes held for a decision, attached, health */
     unsigned held;
     bool engine_frozen, thawed_error;
+    uint64_t in_use;    /* roles with a member in use on this node's engine */
     const char *health; /* as published: NULL, "yellow", "red" */
 };
 static struct tracked tracked[CLR_CIB_MAX_ARRAYS];
@@ -229,14 +230,19 @@ static struct fence_state *fence_of(const char *node, bool add)
 /* The decision for array @ai as this node sees the CIB now; @st carries
  * the decider's timers between calls.  0, or the error of
  * clr_evidence_facts (-ENODATA: no node runs the array). */
+/* @out: roles no longer in use on this node's engine (the decision on
+ * them was carried out; other nodes' reports may lag behind it). */
 static int decide_array(const struct clr_cib_facts *f, unsigned ai, uint64_t now_ms, struct clr_ev_state *st,
-                        struct clr_pol_facts *pf, struct clr_pol_decision *d, char *bad, size_t badlen)
+                        uint64_t out, struct clr_pol_facts *pf, struct clr_pol_decision *d, char *bad,
+                        size_t badlen)
 {
     static const char *names[CLR_POL_MAX_NODES];
     int rc = clr_evidence_facts(f, ai, self, now_ms, st, pf, bad, badlen);
 
     if (rc < 0)
         return rc;
+    for (unsigned r = 0; r < pf->n_devs; r++)
+        pf->dev[r].out = (out >> r) & 1;
     for (unsigned n = 0; n < f->n_nodes; n++) {
         const struct fence_state *fs = fence_of(f->node[n].name, false);
 
@@ -265,7 +271,7 @@ static json_object *decision_json(const struct clr_cib_facts *f, unsigned ai)
             json_object_object_add(ev, f->node[n].name, json_object_new_string(f->array[ai].io[n]));
     json_object_object_add(o, "evidence", ev);
     memset(&st, 0, sizeof(st));
-    rc = decide_array(f, ai, 1, &st, &pf, &d, bad, sizeof(bad));
+    rc = decide_array(f, ai, 1, &st, 0, &pf, &d, bad, sizeof(bad));
     json_object_object_add(o, "evidence_errors", bad[0] ? json_object_new_string(bad) : NULL);
     if (rc < 0) {
         json_object_object_add(o, "decision", NULL);
@@ -476,6 +482,7 @@ static int local_evidence(const struct clr_cib_array *a, struct tracked *t, uint
     if (!e->frozen)
         t->thawed_error = false;
     t->held = 0;
+    t->in_use = 0;
     memset(count, 0, sizeof(count));
     memset(last, 0, sizeof(last));
     memset(stall, 0, sizeof(stall));
@@ -491,6 +498,7 @@ static int local_evidence(const struct clr_cib_array *a, struct tracked *t, uint
             role = json_object_get_int64(r);
             if (role < 0 || role >= (int64_t)e->n_devs || !json_object_object_get_ex(d, "io_errors", &x))
                 continue;
+            t->in_use |= 1ull << role;
             {
                 json_object *pj;
 
@@ -1101,7 +1109,7 @@ static bool tick_array(const struct clr_cib_array *a, unsigned ai, struct tracke
     /* 2. the engine's lease, a decider's "error", this node's health */
     engine_side(a, ai, t, rc == 0);
     /* 3. the decision from everyone's evidence, as the CIB has it */
-    rc = decide_array(&facts, ai, mono_ms(), &t->st, &pf, &d, bad, sizeof(bad));
+    rc = decide_array(&facts, ai, mono_ms(), &t->st, running ? ~t->in_use : 0, &pf, &d, bad, sizeof(bad));
     if (bad[0])
         syslog(LOG_WARNING, "array %s: evidence ignored: %s", a->name, bad);
     if (rc < 0) {
@@ -1131,14 +1139,24 @@ static bool tick_array(const struct clr_cib_array *a, unsigned ai, struct tracke
         return running;
     t->fail_seen_ms = 0;
     if (d.action != CLR_POL_NONE || d.row)
-        syslog(pf.decider ? LOG_NOTICE : LOG_INFO, "array %s: %s: row %u, %s: %s", a->name,
-               pf.decider ? "decided" : "would decide", d.row, clr_policy_action_name(d.action), d.evidence);
+        syslog(pf.decider || d.action == CLR_POL_STOP ? LOG_NOTICE : LOG_INFO, "array %s: %s: row %u, %s: %s",
+               a->name, pf.decider || d.action == CLR_POL_STOP ? "decided" : "would decide", d.row,
+               clr_policy_action_name(d.action), d.evidence);
     else if (t->have_last && (t->last.action != CLR_POL_NONE || t->last.row))
         syslog(LOG_INFO, "array %s: nothing to decide%s%s", a->name, d.evidence[0] ? ": " : "", d.evidence);
     else if (d.evidence[0] && pf.decider)
         syslog(LOG_INFO, "array %s: %s", a->name, d.evidence);
     if (pf.decider)
         carry_out(a, t, &d);
+    if (d.action == CLR_POL_STOP) {
+        /* row 7, decided by this node for itself, with or without
+         * quorum: a reservation conflict says it has been fenced.  Its
+         * engine stops (held writes are not acknowledged, the bitmap is
+         * handed to the others); Pacemaker's monitor then finds it gone,
+         * and a restart works only once the reservation lets it write. */
+        syslog(LOG_CRIT, "array %s: stopping this node's engine: %s", a->name, d.evidence);
+        ctl_job(a, "stop", NULL);
+    }
     if (pf.decider && (d.action != CLR_POL_NONE || d.row)) {
         GDateTime *now = g_date_time_new_now_local();
         gchar *when = g_date_time_format(now, "%F %T");

@@ -93,7 +93,7 @@ for a in vm db; do
 done
 facts all3.xml --node n1
 decision "row 3, path_failure_action=fence: fence n2" db "true fence 3 2"
-decision "row 3, path_failure_action=fail-disk: errors on n2 only" vm "true error 3 2"
+decision "row 3, path_failure_action=fail-disk: the disk fails cluster-wide" vm "true fail-disk 3 0"
 is "the evidence" '.arrays[] | select(.name == "db") | .policy.decision.evidence' \
 	"fence n2: disk1 failed on n2 only; n1, n3 read and wrote it"
 facts all3.xml --node n2

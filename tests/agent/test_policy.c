@@ -234,6 +234,57 @@ static void test_row3_path_failure_actions(void **state)
     assert_int_equal(d.nodes, 0);
 }
 
+/* A failed probe left behind once nobody reports the member any more (it
+ * was failed cluster-wide, redundancy 0 now): nothing to decide.  Live,
+ * a decider once fenced the node whose daemon had not withdrawn it yet. */
+static void test_stale_failed_probe_decides_nothing(void **state)
+{
+    struct clr_pol_settings s = defaults();
+    struct clr_pol_facts f;
+    struct clr_pol_decision d;
+
+    (void)state;
+    path_subset(&f);
+    f.node[N2].err[1] = CLR_POL_ERR_NONE;
+    f.node[N2].errors[1] = 0;
+    f.redundancy = 0;
+    for (int pa = CLR_POL_PATH_FENCE; pa <= CLR_POL_PATH_IGNORE; pa++) {
+        s.path_failure_action = (enum clr_pol_path_action)pa;
+        d = decide(&f, &s);
+        assert_int_equal(d.action, CLR_POL_NONE);
+        assert_int_equal(d.nodes, 0);
+        assert_int_equal(d.devs, 0);
+    }
+}
+
+/* A member the decider's engine no longer uses (failed cluster-wide):
+ * the reports that still name it, before their nodes caught up, decide
+ * nothing.  Row 4 counts the members in use only. */
+static void test_member_out_decides_nothing(void **state)
+{
+    struct clr_pol_settings s = defaults();
+    struct clr_pol_facts f;
+    struct clr_pol_decision d;
+
+    (void)state;
+    path_subset(&f);
+    f.dev[1].out = true;
+    f.redundancy = 0;
+    s.path_failure_action = CLR_POL_PATH_FAIL_DISK;
+    d = decide(&f, &s);
+    assert_int_equal(d.action, CLR_POL_NONE);
+    assert_int_equal(d.nodes, 0);
+    /* three members, one out: n2 lost both others, row 4 */
+    base(&f, 3, 3);
+    f.dev[2].out = true;
+    report(&f, N2, 0, CLR_POL_ERR_PATH);
+    report(&f, N2, 1, CLR_POL_ERR_PATH);
+    d = decide(&f, &s);
+    assert_int_equal(d.row, 4);
+    assert_int_equal(d.action, CLR_POL_FENCE);
+    assert_int_equal(d.nodes, BIT(N2));
+}
+
 /* 3: fencing must leave quorate survivors; two nodes of two: freeze,
  * unless the quorum says one node suffices (corosync two_node) */
 static void test_row3_survivors_not_quorate_freezes(void **state)
@@ -960,6 +1011,8 @@ int main(void)
         cmocka_unit_test(test_row2_probe_fails_everywhere_fails_disk),
         cmocka_unit_test(test_row3_path_failure_subset_fences),
         cmocka_unit_test(test_row3_path_failure_actions),
+        cmocka_unit_test(test_stale_failed_probe_decides_nothing),
+        cmocka_unit_test(test_member_out_decides_nothing),
         cmocka_unit_test(test_row3_survivors_not_quorate_freezes),
         cmocka_unit_test(test_row4_one_node_all_members_fences),
         cmocka_unit_test(test_row5_several_disks_everywhere_freezes),
