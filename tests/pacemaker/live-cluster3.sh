@@ -23,7 +23,8 @@
 #     failure on one node, a member failing everywhere, the last copy
 #     failing, the fence device failing, a minority partition; 12: I/O
 #     hung on one node (row 6); 13: one node loses every member (row 4);
-#     14: path_failure_action=fail-disk; 15: a media error on a read (row 1)
+#     14: path_failure_action=fail-disk; 15: a media error on a read (row 1);
+#     16: a reservation conflict (row 7)
 # LIVE3_SCENARIOS="2 3" runs only those (each leaves all three nodes up).
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 CLRAID_PCMK_UNSHARE="-n -u"
@@ -263,7 +264,8 @@ for i in 1 2 3; do BASE[i]=$(((i - 1) * REGION_GAP + 1048576)); done
 
 # read_all I OUT: node I's whole export into OUT; its sha256 on stdout.
 read_all() {
-	on "$1" timeout 60 nbdcopy "$(cl_uri)" "$2" || { dump_logs; fail "nbdcopy on n$1"; }
+	# (called in $(...): the logs go to stderr, and the failure stops the test)
+	on "$1" timeout 60 nbdcopy "$(cl_uri)" "$2" || { dump_logs >&2; fail "nbdcopy on n$1"; }
 	sha256sum <"$2" | cut -c1-16
 }
 # verify_data TAG NODES...: every listed node reads the same, and that is
@@ -277,7 +279,7 @@ verify_data() {
 	done
 	cl_build_expected "$SIZE" "$N/expected" "${exps[@]}"
 	for i in "$@"; do
-		s=$(read_all "$i" "$N/img$i")
+		s=$(read_all "$i" "$N/img$i") || exit 1
 		[ -z "$first" ] && first=$s
 		[ "$s" = "$first" ] || { cmp -l "$N/img$1" "$N/img$i" | head -5; fail "$tag: n$i reads other data than n$1"; }
 		cl_verify "$N/img$i" "$N/expected" "${exps[@]}" >"$N/verify.out" ||
@@ -915,8 +917,49 @@ scenario_15() {
 	echo "scenario 15 (row 1): ok: bad sector armed -> a read hit it $((t_err - t0)) ms -> rewritten and read back $((t_fix - t0)) ms -> decision row 1 rewrite $((t_dec - t0)) ms; nothing failed or fenced; check 0 mismatches"
 }
 
+# --- scenario 16 (row 7): a reservation conflict ----------------------------
+# n3's writes to the second member fail with EBADE, as after fence_scsi took
+# its registration away: n3's own daemon decides row 7 (it has been fenced)
+# and stops n3's engine; its held writes are not acknowledged and fail no
+# member, its dirty bits go to the others.  n1 and n2 write on, both
+# members in sync, and no daemon fences anyone.  Pacemaker's monitor then
+# finds n3's engine gone and recovers as the recipe says (on-fail=fence:
+# n3 is rebooted); n3 rejoins and the three read the same.
+engine_pid() { cat "$N/n$1/run/clraid/$NAME.pid" 2>/dev/null; }
+engine_gone() { ! kill -0 "$2" 2>/dev/null; }
+pd_decided() { grep -q "$2" "$(pd_log "$1")" 2>/dev/null; }
+scenario_16() {
+	local t0 t_dec t_stop t_fence pid0 i
+	pid0=$(engine_pid "$V")
+	[ -n "$pid0" ] || fail "no engine pid file on n$V"
+	start_writers 16
+	wait_for "n$V mid-write" 60 in_mid_round "$V"
+	t0=$(now_ms)
+	on "$V" timeout 20 "$CLRAID" fault "$NAME" "${LEGS[1]}" write --errno 52 >/dev/null ||
+		fail "n$V: clraid fault write --errno 52 (EBADE)"
+	wait_for "n$V's daemon decides row 7 for itself" 60 pd_decided "$V" "decided: row 7, stop"
+	t_dec=$(now_ms)
+	grep -m1 "decided: row 7" "$(pd_log "$V")"
+	wait_for "n$V's engine stopped" 60 engine_gone "$V" "$pid0"
+	t_stop=$(now_ms)
+	for i in 1 2; do wait_for "n$i writes after n$V's stop" 30 acks_after "$i" "$t_stop"; done
+	stop_writers 16
+	survivors_ok 1 2
+	leg1_in_sync_on 1 2 || { dump_logs; fail "the member n$V had a reservation conflict on was failed"; }
+	! grep -q "fencing n$V" "$(pd_log 1)" "$(pd_log 2)" || fail "a clraid-policyd fenced n$V for a reservation conflict"
+	verify_data s16 1 2
+	wait_for "Pacemaker fenced n$V (its monitor found the engine gone; on-fail=fence)" 90 fenced_after "$V" "$t0"
+	t_fence=$(fenced_after "$V" "$t0")
+	rejoin "$V"
+	on 1 pcs resource cleanup "$RES" >/dev/null 2>&1
+	leg1_in_sync_on 1 2 3 || fail "the member is not in sync everywhere after n$V rejoined"
+	verify_data s16-rejoined 1 2 3
+	check_clean 1
+	echo "scenario 16 (row 7): ok: EBADE on n$V -> its own decision row 7 stop $((t_dec - t0)) ms -> engine stopped $((t_stop - t0)) ms; n1, n2 wrote on, the member failed nowhere, no daemon fenced; Pacemaker fenced n$V $((t_fence - t0)) ms; rejoined, check 0 mismatches"
+}
+
 V=3
-for sc in ${LIVE3_SCENARIOS:-1 2 3 4 5 6 7 13 10 11 12 8 14 9 15}; do
+for sc in ${LIVE3_SCENARIOS:-1 2 3 4 5 6 7 13 10 11 12 8 14 9 15 16}; do
 	"scenario_$sc"
 done
 
