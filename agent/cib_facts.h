@@ -21,9 +21,9 @@
 #define CLR_CIB_MAX_ARRAYS 16
 #define CLR_CIB_ERR_MAX    200
 /** Longest evidence attribute kept (agent/evidence.h): "n=64 r=64",
- *  64 " mII=media:65535", 64 " wII=65535" and 64 " pII=pending",
- *  " frozen" (2448 bytes) */
-#define CLR_CIB_ATTR_MAX     2500
+ *  64 " mII=media:65535", 64 " wII=65535" and 64 " pII=failed:65535",
+ *  " frozen" (2768 bytes) */
+#define CLR_CIB_ATTR_MAX     2800
 #define CLR_CIB_PENDING_MAX  160
 #define CLR_CIB_DECISION_MAX 320
 

@@ -15,7 +15,10 @@
  *   wI=K       role I: K of its media errors in the window hit a write
  *              (row 1: md fails such a disk)
  *   pI=P       this node's probe of role I: pending, ok or failed (asked
- *              for by any node's report on I, kept while reports last)
+ *              for by any node's report on I, kept while reports last);
+ *              failed:S names the probe: S counts this node's probes of
+ *              I, so that a decider sees a failure confirmed by a newer
+ *              probe (a failed probe may predate a fault's end)
  *   frozen     the array is frozen on this node
  *
  * A node that has the array running publishes the attribute (with no mI
@@ -48,6 +51,7 @@ struct clr_evidence {
     uint16_t errors[CLR_POL_MAX_DEVS];       /**< in the error window */
     uint8_t probe[CLR_POL_MAX_DEVS];         /**< enum clr_pol_probe */
     uint16_t media_writes[CLR_POL_MAX_DEVS]; /**< media errors on writes, in the window */
+    uint16_t probe_seq[CLR_POL_MAX_DEVS];    /**< with a failed probe: which one (0: not said) */
     bool frozen;
 };
 

@@ -91,6 +91,7 @@ struct tracked {
     uint8_t probe[CLR_POL_MAX_DEVS]; /* as published */
     bool probe_busy[CLR_POL_MAX_DEVS];
     unsigned probe_gen[CLR_POL_MAX_DEVS];
+    uint16_t probe_seq[CLR_POL_MAX_DEVS];     /* probes of the member answered (published with a failure) */
     uint64_t probe_done_ms[CLR_POL_MAX_DEVS]; /* monotonic; 0: none yet */
     /* the least error count reported on the member (all nodes, in the
      * window) since the last probe began: more errors, probe again */
@@ -102,6 +103,10 @@ struct tracked {
     bool decision_published;
     char pending[CLR_CIB_PENDING_MAX]; /* as published ("": none) */
     uint64_t fail_seen_ms;             /* monotonic: a fail-disk decision came up */
+    /* row 3's fence came up (0: not now), and each failed node's probe
+     * sequence then: it fences once they moved on and failed again */
+    uint64_t fence_seen_ms;
+    uint16_t fence_basis[CLR_POL_MAX_NODES][CLR_POL_MAX_DEVS];
     /* this node's engine: writes held for a decision, attached, health */
     unsigned held;
     bool engine_frozen, thawed_error;
@@ -624,6 +629,8 @@ static void probe_answer(struct probe_job *j)
         return;
     }
     t->probe[j->role] = j->result ? CLR_POL_PROBE_OK : CLR_POL_PROBE_FAILED;
+    if (++t->probe_seq[j->role] == 0)
+        t->probe_seq[j->role] = 1;
     if (t->probe[j->role] != was)
         syslog(j->result ? LOG_NOTICE : LOG_WARNING,
                "array %s: probe of member %u (%s) from this node %s%s%s", j->array, j->role, j->dev,
@@ -665,6 +672,8 @@ static void probe_start(const struct clr_cib_array *a, struct tracked *t, unsign
  * included) is probed from here; a failed probe is retried every
  * probe_timeout (a path comes back), a passed one stands; when no node
  * reports the member any more the result is dropped. */
+#define PROBE_RETRY_FAILED_MS 2000
+
 static void probes_update(const struct clr_cib_array *a, unsigned ai, struct tracked *t,
                           struct clr_evidence *e)
 {
@@ -691,7 +700,13 @@ static void probes_update(const struct clr_cib_array *a, unsigned ai, struct tra
     }
     (void)ai;
     for (unsigned d = 0; d < e->n_devs; d++) {
-        bool due = !t->probe_done_ms[d] || mono_ms() - t->probe_done_ms[d] >= a->settings.probe_timeout;
+        /* a failed probe is tried again soon: until then it stands
+         * against this node, and the fault may be gone */
+        uint64_t every =
+            t->probe[d] == CLR_POL_PROBE_FAILED && a->settings.probe_timeout > PROBE_RETRY_FAILED_MS
+                ? PROBE_RETRY_FAILED_MS
+                : a->settings.probe_timeout;
+        bool due = !t->probe_done_ms[d] || mono_ms() - t->probe_done_ms[d] >= every;
 
         if (!(reported & (1ull << d))) {
             t->probe_gen[d]++; /* an answer still on its way is dropped */
@@ -708,6 +723,7 @@ static void probes_update(const struct clr_cib_array *a, unsigned ai, struct tra
             t->probe_basis[d] = sum[d];
         }
         e->probe[d] = t->probe[d];
+        e->probe_seq[d] = t->probe_seq[d];
     }
 }
 
@@ -982,6 +998,41 @@ static bool fresh_failed_probes(const struct clr_cib_array *a, struct tracked *t
     return fresh;
 }
 
+/* Row 3 fences a node for its failed probe only once that node probed
+ * again after the decision came up, and failed again: the failure it
+ * published may be older than the passes it is weighed against (every
+ * node's fault cleared, the others probed first).  Live, a decider once
+ * fenced a healthy node that way.  A probe still pending or never
+ * answered is the core's to judge (its deadline).  false: wait. */
+static bool fresh_node_probes(const struct clr_cib_array *a, struct tracked *t,
+                              const struct clr_pol_decision *d)
+{
+    bool fresh = true, first = !t->fence_seen_ms;
+
+    if (first)
+        t->fence_seen_ms = mono_ms();
+    for (unsigned n = 0; n < facts.n_nodes && n < CLR_POL_MAX_NODES; n++) {
+        struct clr_evidence e;
+
+        if (!(d->nodes & (1u << n)) || !a->io[n][0] || clr_evidence_parse(a->io[n], &e, NULL, 0) < 0)
+            continue;
+        for (unsigned r = 0; r < e.n_devs; r++) {
+            if (!(d->devs & (1ull << r)) || e.probe[r] != CLR_POL_PROBE_FAILED)
+                continue;
+            if (first)
+                t->fence_basis[n][r] = e.probe_seq[r];
+            else if (e.probe_seq[r] == t->fence_basis[n][r] && e.probe_seq[r])
+                fresh = false;
+            if (first && e.probe_seq[r])
+                fresh = false;
+        }
+    }
+    if (first && !fresh)
+        syslog(LOG_NOTICE, "array %s: %s: waiting for that node's next probe to fail too", a->name,
+               d->evidence);
+    return fresh;
+}
+
 /* What the decider publishes while its decision is not settled: held
  * writes keep waiting on every node (fence, freeze, fencing requested),
  * or every frozen engine returns errors (error). */
@@ -1133,9 +1184,13 @@ static bool tick_array(const struct clr_cib_array *a, unsigned ai, struct tracke
     }
     if (d.action != CLR_POL_FAIL_DISK || !pf.decider)
         t->fail_seen_ms = 0;
+    if (d.action != CLR_POL_FENCE || d.row != 3 || !pf.decider)
+        t->fence_seen_ms = 0;
     if (t->have_last && same_decision(&t->last, &d))
         return running;
     if (pf.decider && d.action == CLR_POL_FAIL_DISK && d.row == 2 && !fresh_failed_probes(a, t, &d))
+        return running;
+    if (pf.decider && d.action == CLR_POL_FENCE && d.row == 3 && !fresh_node_probes(a, t, &d))
         return running;
     t->fail_seen_ms = 0;
     if (d.action != CLR_POL_NONE || d.row)
