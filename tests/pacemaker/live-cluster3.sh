@@ -708,6 +708,9 @@ scenario_9() {
 	for i in 1 2 3; do wait_for "n$i idle and not frozen" 60 eval "st_is $i .sync_action idle && ! frozen_on $i"; done
 	verify_data s9 1 2 3
 	check_clean 1
+	# nobody fenced: not by a decision, and not by Pacemaker for a
+	# depth-20 monitor read that got the decision's EIO
+	[ -z "$(fences_after "$t0")" ] || { fences_after "$t0"; fail "a node was fenced while the last copy failed"; }
 	echo "scenario 9 (issue 15 case c): ok: last copy fails -> all 3 frozen $((t_frozen - t0)) ms -> decision row 10 freeze $((t_dec - t0)) ms, no write acknowledged or failed while frozen; last_device_action=error -> decision $((t_dec2 - t0)) ms -> EIO on all 3 $((t_err - t0)) ms; re-added, every acknowledged write read back"
 }
 
