@@ -242,8 +242,9 @@ static void judge_dev(struct ana *a, unsigned d)
         a->kind[d] = bad & hung ? DK_NODES_HUNG : DK_NODES_PATH;
 }
 
-/* row 4: exactly one live node reports a path error on every member, no
- * other live node reports or failed a probe on any */
+/* row 4: exactly one live node reports a path error on every member in
+ * use, no other live node reports (but media errors) or failed a probe on
+ * any */
 static int judge_row4(const struct ana *a)
 {
     const struct clr_pol_facts *f = a->f;
@@ -265,7 +266,10 @@ static int judge_row4(const struct ana *a)
                 continue;
             if (nd->err[d] == CLR_POL_ERR_PATH)
                 path++;
-            else if (nd->err[d] != CLR_POL_ERR_NONE || nd->probe[d] == CLR_POL_PROBE_FAILED)
+            /* a media error is the disk's content, not a path: it does
+             * not make another node's HBA suspect */
+            else if ((nd->err[d] != CLR_POL_ERR_NONE && nd->err[d] != CLR_POL_ERR_MEDIA) ||
+                     nd->probe[d] == CLR_POL_PROBE_FAILED)
                 other++;
         }
         if (path == used && node < 0)

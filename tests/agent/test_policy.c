@@ -341,8 +341,15 @@ static void test_row4_one_node_all_members_fences(void **state)
     assert_int_equal(d.action, CLR_POL_NONE);
     assert_int_equal(d.row, 0);
     assert_int_equal(d.devs, BIT(0) | BIT(1));
-    /* every member, but another node reports one too: not this row */
+    /* a media error another node read is the disk's, not a path: still
+     * this row */
     report(&f, N3, 2, CLR_POL_ERR_PATH);
+    report(&f, N1, 0, CLR_POL_ERR_MEDIA);
+    d = decide(&f, &s);
+    assert_int_equal(d.row, 4);
+    assert_int_equal(d.nodes, BIT(N3));
+    /* every member, but another node reports a path error on one too:
+     * not this row */
     report(&f, N1, 0, CLR_POL_ERR_PATH);
     d = decide(&f, &s);
     assert_int_not_equal(d.row, 4);

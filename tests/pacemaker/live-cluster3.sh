@@ -962,7 +962,11 @@ scenario_16() {
 }
 
 V=3
-for sc in ${LIVE3_SCENARIOS:-1 2 3 4 5 6 7 13 10 11 12 8 14 9 15 16}; do
+# 15 before the scenarios that put path errors on the second member: they
+# stay in every node's evidence for error_window (10 min), and a member
+# that some nodes report path errors on is judged by its probes (rows 2,
+# 3), not as a media error (row 1)
+for sc in ${LIVE3_SCENARIOS:-1 2 3 4 5 6 15 7 13 10 11 12 8 14 9 16}; do
 	"scenario_$sc"
 done
 

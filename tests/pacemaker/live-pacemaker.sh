@@ -242,7 +242,7 @@ if [ "$CLRAID_LIVE_ENGINE" = real ] && [ -n "$PD_PID" ]; then
 	READ_PID=$!
 	cleanup_fn "kill $READ_PID 2>/dev/null"
 	wait_for "crm_mon -A: the error, the failed probe, frozen" 30 mon_attr \
-		'clraid-live-io[[:space:]]*: n=2 r=0 m0=path:[0-9]* p0=failed frozen'
+		'clraid-live-io[[:space:]]*: n=2 r=0 m0=path:[0-9]* p0=failed:[0-9]* frozen'
 	T_EV=$(date +%s%3N)
 	wait_for "crm_mon -A: the decision, row 10" 30 mon_attr \
 		'clraid-live-decision[[:space:]]*: [-0-9]* [:0-9]* row 10 error: '
