@@ -78,7 +78,7 @@ int clr_evidence_format(const struct clr_evidence *e, char *buf, size_t len)
             return -ENOSPC;
     for (unsigned d = 0; d < nd; d++)
         if (e->probe[d] != CLR_POL_PROBE_NOT_RUN && e->probe[d] <= CLR_POL_PROBE_FAILED &&
-            (e->probe[d] == CLR_POL_PROBE_FAILED && e->probe_seq[d]
+            ((e->probe[d] == CLR_POL_PROBE_FAILED || e->probe[d] == CLR_POL_PROBE_OK) && e->probe_seq[d]
                  ? !put(buf, len, &at, " p%u=%s:%u", d, probe_names[e->probe[d]], (unsigned)e->probe_seq[d])
                  : !put(buf, len, &at, " p%u=%s", d, probe_names[e->probe[d]])))
             return -ENOSPC;
@@ -181,9 +181,9 @@ int clr_evidence_parse(const char *s, struct clr_evidence *e, char *err, size_t 
                 colon = memchr(eq + 1, ':', (size_t)(end - eq - 1));
                 k = lookup(probe_names, CLR_POL_PROBE_FAILED + 1, eq + 1,
                            (size_t)((colon ? colon : end) - eq - 1));
-                if (k < 0 ||
-                    (colon && (k != CLR_POL_PROBE_FAILED || number(colon + 1, end, 65535, &v) < 0))) {
-                    say(err, errlen, "%.*s: a probe is pending, ok or failed[:SEQ]", (int)len, tok);
+                if (k < 0 || (colon && ((k != CLR_POL_PROBE_FAILED && k != CLR_POL_PROBE_OK) ||
+                                        number(colon + 1, end, 65535, &v) < 0))) {
+                    say(err, errlen, "%.*s: a probe is pending, ok[:SEQ] or failed[:SEQ]", (int)len, tok);
                     return -EINVAL;
                 }
                 e->probe[d] = (uint8_t)k;

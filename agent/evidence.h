@@ -16,9 +16,9 @@
  *              (row 1: md fails such a disk)
  *   pI=P       this node's probe of role I: pending, ok or failed (asked
  *              for by any node's report on I, kept while reports last);
- *              failed:S names the probe: S counts this node's probes of
- *              I, so that a decider sees a failure confirmed by a newer
- *              probe (a failed probe may predate a fault's end)
+ *              ok:S and failed:S name the probe: S counts this node's
+ *              probes of I, so that a decider can wait for newer ones
+ *              (a result may predate a fault's start or end)
  *   frozen     the array is frozen on this node
  *
  * A node that has the array running publishes the attribute (with no mI
@@ -51,7 +51,7 @@ struct clr_evidence {
     uint16_t errors[CLR_POL_MAX_DEVS];       /**< in the error window */
     uint8_t probe[CLR_POL_MAX_DEVS];         /**< enum clr_pol_probe */
     uint16_t media_writes[CLR_POL_MAX_DEVS]; /**< media errors on writes, in the window */
-    uint16_t probe_seq[CLR_POL_MAX_DEVS];    /**< with a failed probe: which one (0: not said) */
+    uint16_t probe_seq[CLR_POL_MAX_DEVS];    /**< with ok or failed: which probe (0: not said) */
     bool frozen;
 };
 

@@ -672,13 +672,14 @@ static void probe_start(const struct clr_cib_array *a, struct tracked *t, unsign
  * included) is probed from here; a failed probe is retried every
  * probe_timeout (a path comes back), a passed one stands; when no node
  * reports the member any more the result is dropped. */
-#define PROBE_RETRY_FAILED_MS 2000
+#define PROBE_RETRY_MS 2000
 
 static void probes_update(const struct clr_cib_array *a, unsigned ai, struct tracked *t,
                           struct clr_evidence *e)
 {
     uint64_t reported = 0;
     uint32_t sum[CLR_POL_MAX_DEVS];
+    bool fence_pending = false;
 
     for (unsigned d = 0; d < e->n_devs; d++) {
         sum[d] = e->errors[d];
@@ -699,13 +700,19 @@ static void probes_update(const struct clr_cib_array *a, unsigned ai, struct tra
         }
     }
     (void)ai;
+    for (unsigned n = 0; n < facts.n_nodes && n < CLR_POL_MAX_NODES; n++)
+        if (facts.node[n].member && !strncmp(a->pending[n], "fence", 5))
+            fence_pending = true;
     for (unsigned d = 0; d < e->n_devs; d++) {
-        /* a failed probe is tried again soon: until then it stands
-         * against this node, and the fault may be gone */
+        /* A failed probe is repeated every 2 s while reports last, and
+         * a passed one too while a decider waits to fence (row 3 waits
+         * for a newer result from every node it weighs): a result stands
+         * until the next one, and the fault may have started or ended
+         * since.  Otherwise a failed one every probe_timeout, a passed
+         * one when the reports grow. */
+        bool quick = t->probe[d] == CLR_POL_PROBE_FAILED || fence_pending;
         uint64_t every =
-            t->probe[d] == CLR_POL_PROBE_FAILED && a->settings.probe_timeout > PROBE_RETRY_FAILED_MS
-                ? PROBE_RETRY_FAILED_MS
-                : a->settings.probe_timeout;
+            quick && a->settings.probe_timeout > PROBE_RETRY_MS ? PROBE_RETRY_MS : a->settings.probe_timeout;
         bool due = !t->probe_done_ms[d] || mono_ms() - t->probe_done_ms[d] >= every;
 
         if (!(reported & (1ull << d))) {
@@ -715,7 +722,8 @@ static void probes_update(const struct clr_cib_array *a, unsigned ai, struct tra
             t->probe_basis[d] = 0;
             t->probe[d] = CLR_POL_PROBE_NOT_RUN;
         } else if (!t->probe_busy[d] && t->path[d][0] &&
-                   ((due && (t->probe[d] == CLR_POL_PROBE_NOT_RUN || t->probe[d] == CLR_POL_PROBE_FAILED)) ||
+                   ((due && (t->probe[d] == CLR_POL_PROBE_NOT_RUN || t->probe[d] == CLR_POL_PROBE_FAILED ||
+                             (t->probe[d] == CLR_POL_PROBE_OK && fence_pending))) ||
                     (t->probe[d] == CLR_POL_PROBE_OK && sum[d] > t->probe_basis[d]))) {
             t->probe_basis[d] = sum[d];
             probe_start(a, t, d);
@@ -998,12 +1006,13 @@ static bool fresh_failed_probes(const struct clr_cib_array *a, struct tracked *t
     return fresh;
 }
 
-/* Row 3 fences a node for its failed probe only once that node probed
- * again after the decision came up, and failed again: the failure it
- * published may be older than the passes it is weighed against (every
- * node's fault cleared, the others probed first).  Live, a decider once
- * fenced a healthy node that way.  A probe still pending or never
- * answered is the core's to judge (its deadline).  false: wait. */
+/* Row 3 fences a node for its failed probe only once every node weighed
+ * probed again after the decision came up: a failure may be older than
+ * the passes it is weighed against (every node's fault cleared, the
+ * others probed first), and a pass older than the failure (the fault hit
+ * every node, the failing one probed first).  Live, a decider fenced a
+ * healthy node each way.  A probe still pending or never answered is the
+ * core's to judge (its deadline).  false: wait. */
 static bool fresh_node_probes(const struct clr_cib_array *a, struct tracked *t,
                               const struct clr_pol_decision *d)
 {
@@ -1014,10 +1023,11 @@ static bool fresh_node_probes(const struct clr_cib_array *a, struct tracked *t,
     for (unsigned n = 0; n < facts.n_nodes && n < CLR_POL_MAX_NODES; n++) {
         struct clr_evidence e;
 
-        if (!(d->nodes & (1u << n)) || !a->io[n][0] || clr_evidence_parse(a->io[n], &e, NULL, 0) < 0)
+        if (!facts.node[n].member || !a->io[n][0] || clr_evidence_parse(a->io[n], &e, NULL, 0) < 0)
             continue;
         for (unsigned r = 0; r < e.n_devs; r++) {
-            if (!(d->devs & (1ull << r)) || e.probe[r] != CLR_POL_PROBE_FAILED)
+            if (!(d->devs & (1ull << r)) ||
+                (e.probe[r] != CLR_POL_PROBE_FAILED && e.probe[r] != CLR_POL_PROBE_OK))
                 continue;
             if (first)
                 t->fence_basis[n][r] = e.probe_seq[r];
@@ -1028,8 +1038,7 @@ static bool fresh_node_probes(const struct clr_cib_array *a, struct tracked *t,
         }
     }
     if (first && !fresh)
-        syslog(LOG_NOTICE, "array %s: %s: waiting for that node's next probe to fail too", a->name,
-               d->evidence);
+        syslog(LOG_NOTICE, "array %s: %s: waiting for every node's next probe", a->name, d->evidence);
     return fresh;
 }
 

@@ -35,9 +35,10 @@ static void test_format_parse(void **s)
     e.probe[1] = CLR_POL_PROBE_FAILED;
     e.probe_seq[1] = 7;
     e.probe[3] = CLR_POL_PROBE_OK;
+    e.probe_seq[3] = 2;
     e.frozen = true;
     assert_int_equal(clr_evidence_format(&e, buf, sizeof(buf)), 0);
-    assert_string_equal(buf, "n=4 r=1 m1=path:3 m2=media:1 w2=1 p1=failed:7 p3=ok frozen");
+    assert_string_equal(buf, "n=4 r=1 m1=path:3 m2=media:1 w2=1 p1=failed:7 p3=ok:2 frozen");
     assert_int_equal(clr_evidence_parse(buf, &back, err, sizeof(err)), 0);
     assert_memory_equal(&e, &back, sizeof(e));
     /* a clean node */
@@ -91,9 +92,9 @@ static void test_parse_rejects(void **s)
         { "n=4 r=1 m1=path:65536", "m1=path:65536: want mI=CLASS:COUNT, CLASS media, path, hung or resv" },
         { "n=4 r=1 mx=path:1", "mx=path:1: not a member role from 0 to 63" },
         { "n=4 r=1 m64=path:1", "m64=path:1: not a member role from 0 to 63" },
-        { "n=4 r=1 p1=maybe", "p1=maybe: a probe is pending, ok or failed[:SEQ]" },
-        { "n=4 r=1 p1=ok:3", "p1=ok:3: a probe is pending, ok or failed[:SEQ]" },
-        { "n=4 r=1 p1=failed:x", "p1=failed:x: a probe is pending, ok or failed[:SEQ]" },
+        { "n=4 r=1 p1=maybe", "p1=maybe: a probe is pending, ok[:SEQ] or failed[:SEQ]" },
+        { "n=4 r=1 p1=pending:3", "p1=pending:3: a probe is pending, ok[:SEQ] or failed[:SEQ]" },
+        { "n=4 r=1 p1=failed:x", "p1=failed:x: a probe is pending, ok[:SEQ] or failed[:SEQ]" },
         { "n=4 r=1 m1=none:0", "m1=none:0: want mI=CLASS:COUNT, CLASS media, path, hung or resv" },
         { "n=4 r=1 w1=x", "w1=x: want wI=COUNT, I a member role from 0 to 63" },
         { "n=4 r=1 w4=1", "role 4 is past n=4" },

@@ -932,8 +932,10 @@ engine_pid() { cat "$N/n$1/run/clraid/$NAME.pid" 2>/dev/null; }
 engine_gone() { ! kill -0 "$2" 2>/dev/null; }
 pd_decided() { grep -q "$2" "$(pd_log "$1")" 2>/dev/null; }
 scenario_16() {
-	local t0 t_dec t_stop t_fence pid0 i
+	local t0 t_dec t_stop t_fence pid0 i fences0
 	pid0=$(engine_pid "$V")
+	# the daemons' logs go back to the first scenario: count, then compare
+	fences0=$(cat "$(pd_log 1)" "$(pd_log 2)" 2>/dev/null | grep -c "fencing n$V")
 	[ -n "$pid0" ] || fail "no engine pid file on n$V"
 	start_writers 16
 	wait_for "n$V mid-write" 60 in_mid_round "$V"
@@ -949,7 +951,8 @@ scenario_16() {
 	stop_writers 16
 	survivors_ok 1 2
 	leg1_in_sync_on 1 2 || { dump_logs; fail "the member n$V had a reservation conflict on was failed"; }
-	! grep -q "fencing n$V" "$(pd_log 1)" "$(pd_log 2)" || fail "a clraid-policyd fenced n$V for a reservation conflict"
+	[ "$(cat "$(pd_log 1)" "$(pd_log 2)" 2>/dev/null | grep -c "fencing n$V")" = "$fences0" ] ||
+		fail "a clraid-policyd fenced n$V for a reservation conflict"
 	verify_data s16 1 2
 	wait_for "Pacemaker fenced n$V (its monitor found the engine gone; on-fail=fence)" 90 fenced_after "$V" "$t0"
 	t_fence=$(fenced_after "$V" "$t0")
