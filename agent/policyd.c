@@ -1018,16 +1018,18 @@ static bool fresh_node_probes(const struct clr_cib_array *a, struct tracked *t,
 {
     bool fresh = true, first = !t->fence_seen_ms;
 
-    if (first)
+    if (first) {
         t->fence_seen_ms = mono_ms();
+        memset(t->fence_basis, 0, sizeof(t->fence_basis));
+    }
+    /* every member's probes: a fence decision names nodes, not members */
     for (unsigned n = 0; n < facts.n_nodes && n < CLR_POL_MAX_NODES; n++) {
         struct clr_evidence e;
 
         if (!facts.node[n].member || !a->io[n][0] || clr_evidence_parse(a->io[n], &e, NULL, 0) < 0)
             continue;
         for (unsigned r = 0; r < e.n_devs; r++) {
-            if (!(d->devs & (1ull << r)) ||
-                (e.probe[r] != CLR_POL_PROBE_FAILED && e.probe[r] != CLR_POL_PROBE_OK))
+            if (e.probe[r] != CLR_POL_PROBE_FAILED && e.probe[r] != CLR_POL_PROBE_OK)
                 continue;
             if (first)
                 t->fence_basis[n][r] = e.probe_seq[r];
@@ -1039,6 +1041,9 @@ static bool fresh_node_probes(const struct clr_cib_array *a, struct tracked *t,
     }
     if (first && !fresh)
         syslog(LOG_NOTICE, "array %s: %s: waiting for every node's next probe", a->name, d->evidence);
+    else if (fresh)
+        syslog(LOG_INFO, "array %s: every node probed again since the decision came up %llu ms ago", a->name,
+               (unsigned long long)(mono_ms() - t->fence_seen_ms));
     return fresh;
 }
 
