@@ -174,66 +174,78 @@ busy_s() {
 # fio_json FILE JQ: one value from fio's JSON output (notes before "{" skipped).
 fio_json() { sed -n '/^{/,$p' "$1" | jq -r "$2" 2>/dev/null; }
 
-# run_fio ROW TARGETARGS... -- runs every job against one target.
-#   TARGETARGS are fio options naming the target (engine, uri or filename).
-#   Uses $cur_pid (server process, or empty) for the CPU figures.
-run_jobs() {
+# fill_target ROW TARGETARGS...: writes the working set once with 1 MiB
+# writes, so reads hit written data, not holes.
+fill_target() {
     local row=$1; shift
-    local job o c0 c1 iops bw bytes cpu
-    # Fill the working set once, so reads hit written data, not holes.
     if ! fio --name=fill "$@" --size=$WS --rw=write --bs=1M --iodepth=8 \
             --output-format=json --output="$WORK/fill.json" >>"$LOG" 2>&1; then
         ROW_NOTE[$row]="fill failed (see $LOG)"
         return 1
     fi
+}
+
+# run_jobs ROW TARGETARGS...: fills the target, then runs every job on it.
+#   TARGETARGS are fio options naming the target (engine, uri or filename).
+run_jobs() {
+    local row=$1 job; shift
+    fill_target "$row" "$@" || return 1
     for job in "${JOBS[@]}"; do
-        o=$WORK/$row.$job.json
-        # Each job starts with no one's dirty pages in flight: on a disk,
-        # the writeback of a buffered row (nbdkit-file) ran into the next
-        # row's jobs, and made RAID1 with its bitmap (measured next) look
-        # 11-30% slower than the same array without (measured later).
-        sync
-        # fio counts no I/O during the ramp, so the CPU window starts after
-        # it too: sample once the ramp is over, and again when fio exits.
-        # shellcheck disable=SC2086
-        fio --name="$job" "$@" --size=$WS ${JOB_ARGS[$job]} \
-            --time_based --ramp_time="$RAMP" --runtime="$RT_MS"ms \
-            --norandommap --randrepeat=0 \
-            --output-format=json --output="$o" >>"$LOG" 2>&1 &
-        fio_pid=$!
-        sleep "$RAMP_S"
-        c0=0; [ -n "$cur_pid" ] && c0=$(cpu_of "$cur_pid")
-        b0=$(busy_s); t0=$(date +%s.%N)
-        wait "$fio_pid"
-        fio_pid=
-        c1=0; [ -n "$cur_pid" ] && c1=$(cpu_of "$cur_pid")
-        b1=$(busy_s); t1=$(date +%s.%N)
-        iops=$(fio_json "$o" '.jobs[0] | (.read.iops + .write.iops)')
-        bw=$(fio_json "$o" '.jobs[0] | (.read.bw_bytes + .write.bw_bytes)')
-        bytes=$(fio_json "$o" '.jobs[0] | (.read.io_bytes + .write.io_bytes)')
-        if [ -z "$iops" ] || [ "$(fio_json "$o" '.jobs[0].error')" != 0 ]; then
-            echo "  $row $job: fio failed (see $LOG)"
-            R_IOPS[$row|$job]=ERR
-            continue
-        fi
-        R_IOPS[$row|$job]=$iops
-        R_BW[$row|$job]=$bw
-        R_GB[$row|$job]=$(echo "scale=6; $bytes / 1000000000" | bc)
-        if [ -n "$cur_pid" ]; then
-            cpu=$(echo "scale=4; $c1 - $c0" | bc)
-            R_CPU[$row|$job]=$cpu
-        fi
-        # Whatever the machine spent beyond fio and the server: other
-        # people's work, stealing from the row being measured.
-        # (Not for raw-file: fio's rusage misses its io_uring kernel workers.)
-        if [ -n "$cur_pid" ]; then
-            fcpu=$(fio_json "$o" "(.jobs[0].usr_cpu + .jobs[0].sys_cpu) / 100 * $RT")
-            R_OTHER[$row|$job]=$(echo "o = ($b1 - $b0) - ($c1 - $c0) - $fcpu; if (o < 0) o = 0;
-                o * 100 / ($NCPU * ($t1 - $t0))" | bc -l)
-        fi
-        printf '  %-22s %-9s %10.0f IOPS %9.1f MB/s\n' "$row" "$job" "$iops" \
-            "$(echo "$bw / 1000000" | bc -l)"
+        run_job "$row" "$job" "$@"
     done
+}
+
+# run_job ROW JOB TARGETARGS...: one measured job, into R_*[ROW|JOB].
+#   Uses $cur_pid (server process, or empty) for the CPU figures.
+run_job() {
+    local row=$1 job=$2; shift 2
+    local o c0 c1 b0 b1 t0 t1 iops bw bytes cpu fcpu
+    o=$WORK/$row.$job.json
+    # Each job starts with no one's dirty pages in flight: on a disk,
+    # the writeback of a buffered row (nbdkit-file) ran into the next
+    # row's jobs, and made RAID1 with its bitmap (measured next) look
+    # 11-30% slower than the same array without (measured later).
+    sync
+    # fio counts no I/O during the ramp, so the CPU window starts after
+    # it too: sample once the ramp is over, and again when fio exits.
+    # shellcheck disable=SC2086
+    fio --name="$job" "$@" --size=$WS ${JOB_ARGS[$job]} \
+        --time_based --ramp_time="$RAMP" --runtime="$RT_MS"ms \
+        --norandommap --randrepeat=0 \
+        --output-format=json --output="$o" >>"$LOG" 2>&1 &
+    fio_pid=$!
+    sleep "$RAMP_S"
+    c0=0; [ -n "$cur_pid" ] && c0=$(cpu_of "$cur_pid")
+    b0=$(busy_s); t0=$(date +%s.%N)
+    wait "$fio_pid"
+    fio_pid=
+    c1=0; [ -n "$cur_pid" ] && c1=$(cpu_of "$cur_pid")
+    b1=$(busy_s); t1=$(date +%s.%N)
+    iops=$(fio_json "$o" '.jobs[0] | (.read.iops + .write.iops)')
+    bw=$(fio_json "$o" '.jobs[0] | (.read.bw_bytes + .write.bw_bytes)')
+    bytes=$(fio_json "$o" '.jobs[0] | (.read.io_bytes + .write.io_bytes)')
+    if [ -z "$iops" ] || [ "$(fio_json "$o" '.jobs[0].error')" != 0 ]; then
+        echo "  $row $job: fio failed (see $LOG)"
+        R_IOPS[$row|$job]=ERR
+        return 1
+    fi
+    R_IOPS[$row|$job]=$iops
+    R_BW[$row|$job]=$bw
+    R_GB[$row|$job]=$(echo "scale=6; $bytes / 1000000000" | bc)
+    if [ -n "$cur_pid" ]; then
+        cpu=$(echo "scale=4; $c1 - $c0" | bc)
+        R_CPU[$row|$job]=$cpu
+    fi
+    # Whatever the machine spent beyond fio and the server: other
+    # people's work, stealing from the row being measured.
+    # (Not for raw-file: fio's rusage misses its io_uring kernel workers.)
+    if [ -n "$cur_pid" ]; then
+        fcpu=$(fio_json "$o" "(.jobs[0].usr_cpu + .jobs[0].sys_cpu) / 100 * $RT")
+        R_OTHER[$row|$job]=$(echo "o = ($b1 - $b0) - ($c1 - $c0) - $fcpu; if (o < 0) o = 0;
+            o * 100 / ($NCPU * ($t1 - $t0))" | bc -l)
+    fi
+    printf '  %-22s %-9s %10.0f IOPS %9.1f MB/s\n' "$row" "$job" "$iops" \
+        "$(echo "$bw / 1000000" | bc -l)"
 }
 
 # wait_for FILE...: up to 20 s for every FILE to exist.
@@ -334,19 +346,20 @@ fi
 
 clraid_broken=          # set to the reason once `clraid start` has failed
 
-bench_clraid() {   # row dir level ndev create-extra start-extra
+# clraid_up ROW DIR LEVEL NDEV CREATE-EXTRA START-EXTRA: creates and starts
+# one array on fresh member files in DIR; sets CL_SOCK, CL_PID, CL_DEVS,
+# CL_LOGS (run-dir log to engine log), or ROW_NOTE[ROW] and returns 1.
+# The array is stopped by stop_servers.
+clraid_up() {
     local row=$1 d=$2 level=$3 n=$4 cx=$5 sx=$6
-    add_row "$row"; want "$row" || { ROW_NOTE[$row]="skipped (--rows)"; return; }
-    echo "== $row"
-    if [ -n "$clraid_broken" ]; then ROW_NOTE[$row]=$clraid_broken; return; fi
-    local data=$n name=b$level-$$ rundir=$WORK/run-$row msize i devs=()
+    local data=$n name=b$level-$$-${#servers[@]} rundir=$WORK/run-$row msize i devs=()
     case $level in 1) data=1 ;; 5) data=$((n - 1)) ;; 6) data=$((n - 2)) ;; esac
     # Member size: the working set spread over the data members, plus room
     # for the superblock, bitmap and data offset.
     msize=$(( (WS / data) + 64 * 1024 * 1024 ))
     for i in $(seq 0 $((n - 1))); do
-        truncate -s "$msize" "$d/m$i"
-        devs+=("$d/m$i")
+        truncate -s "$msize" "$d/$row.m$i"
+        devs+=("$d/$row.m$i")
     done
     mkdir -p "$rundir"
     # 256 KiB chunks on 4 data members: one 1M write is one full stripe.
@@ -357,7 +370,7 @@ bench_clraid() {   # row dir level ndev create-extra start-extra
             --home-cluster=b --assume-clean --name="$name" $chunk $cx \
             "${devs[@]}" >>"$LOG" 2>"$WORK/err"; then
         ROW_NOTE[$row]="clraid create failed: $(head -n 1 "$WORK/err")"
-        cat "$WORK/err" >>"$LOG"; rm -f "${devs[@]}"; return
+        cat "$WORK/err" >>"$LOG"; rm -f "${devs[@]}"; return 1
     fi
     local sock=$rundir/$name.sock pidf=$rundir/$name.pid
     servers+=("$pidf|$CLRAID stop $name --run-dir $rundir")
@@ -372,13 +385,90 @@ bench_clraid() {   # row dir level ndev create-extra start-extra
         # An engine that cannot start one array will not start the others.
         [ -z "$sx$cx" ] && clraid_broken="not runnable: clraid start failed: $why"
         ROW_NOTE[$row]="not runnable: clraid start failed: $why"
-        stop_servers; rm -f "${devs[@]}"; return
+        stop_servers; rm -f "${devs[@]}"; return 1
     fi
-    cur_pid=$(cat "$pidf")
-    run_jobs "$row" --ioengine=nbd --uri="nbd+unix:///?socket=$sock"
+    CL_SOCK=$sock CL_PID=$(cat "$pidf") CL_DEVS=("${devs[@]}")
+    CL_LOGS+=("$rundir/$name.log|$elog")
+}
+
+# clraid_down: after stop_servers, keeps the engines' logs and deletes the
+# members of every array clraid_up started.
+CL_LOGS=() CL_ALLDEVS=()
+clraid_down() {
+    local e
+    for e in "${CL_LOGS[@]}"; do
+        [ -s "${e%%|*}" ] && cat "${e%%|*}" >>"${e#*|}"
+    done
+    rm -f "${CL_ALLDEVS[@]}"
+    CL_LOGS=() CL_ALLDEVS=()
+}
+
+bench_clraid() {   # row dir level ndev create-extra start-extra
+    local row=$1
+    add_row "$row"; want "$row" || { ROW_NOTE[$row]="skipped (--rows)"; return; }
+    echo "== $row"
+    if [ -n "$clraid_broken" ]; then ROW_NOTE[$row]=$clraid_broken; return; fi
+    clraid_up "$@" || return
+    CL_ALLDEVS+=("${CL_DEVS[@]}")
+    cur_pid=$CL_PID
+    run_jobs "$row" --ioengine=nbd --uri="nbd+unix:///?socket=$CL_SOCK"
     stop_servers
-    [ -s "$rundir/$name.log" ] && cat "$rundir/$name.log" >>"$elog"
-    rm -f "${devs[@]}"
+    clraid_down
+}
+
+# bench_bitmap_pair DIR TAG: what the write-intent bitmap costs.  Two RAID1
+# arrays run side by side, one with its bitmap and one started without it
+# ($nobitmap_*), and their 4k randwrite jobs alternate, on then off in odd
+# rounds and off then on in even ones, for BITMAP_ROUNDS rounds: whatever
+# drifts during the run (what ran before, the page cache, other work on
+# the 2 cores) falls on both alike.  The verdict is the median over the
+# rounds of each round's off/on ratio (BM[tag|job|on|off]: the rounds'
+# IOPS, in run order).
+BITMAP_ROUNDS=${BITMAP_ROUNDS:-4}
+BITMAP_JOBS="rw4k_q1 rw4k_q32"
+declare -A BM
+bitmap_tags=()
+bench_bitmap_pair() {
+    local d=$1 tag=$2 on_sock off_sock on_pid off_pid r job first second which
+    want "bitmap" || return 0
+    echo "== bitmap on/off@$tag: $BITMAP_ROUNDS alternating rounds"
+    if [ -n "$clraid_broken" ]; then BM[$tag|note]=$clraid_broken; bitmap_tags+=("$tag"); return; fi
+    bitmap_tags+=("$tag")
+    if ! clraid_up "bitmap-on@$tag" "$d" 1 2 "" ""; then
+        BM[$tag|note]=${ROW_NOTE[bitmap-on@$tag]}; clraid_down; return
+    fi
+    CL_ALLDEVS+=("${CL_DEVS[@]}"); on_sock=$CL_SOCK on_pid=$CL_PID
+    if ! clraid_up "bitmap-off@$tag" "$d" 1 2 "$nobitmap_create" "$nobitmap_start"; then
+        BM[$tag|note]=${ROW_NOTE[bitmap-off@$tag]}; stop_servers; clraid_down; return
+    fi
+    CL_ALLDEVS+=("${CL_DEVS[@]}"); off_sock=$CL_SOCK off_pid=$CL_PID
+    if ! fill_target "bitmap-on@$tag" --ioengine=nbd --uri="nbd+unix:///?socket=$on_sock" ||
+            ! fill_target "bitmap-off@$tag" --ioengine=nbd --uri="nbd+unix:///?socket=$off_sock"; then
+        BM[$tag|note]="fill failed (see $LOG)"; stop_servers; clraid_down; return
+    fi
+    for r in $(seq "$BITMAP_ROUNDS"); do
+        if [ $((r % 2)) = 1 ]; then first=on second=off; else first=off second=on; fi
+        for job in $BITMAP_JOBS; do
+            for which in $first $second; do
+                if [ "$which" = on ]; then cur_pid=$on_pid; else cur_pid=$off_pid; fi
+                local sock=$on_sock
+                [ "$which" = off ] && sock=$off_sock
+                if run_job "bitmap-$which@$tag" "$job" --ioengine=nbd --uri="nbd+unix:///?socket=$sock"; then
+                    BM[$tag|$job|$which]="${BM[$tag|$job|$which]:-} ${R_IOPS[bitmap-$which@$tag|$job]}"
+                fi
+            done
+        done
+    done
+    stop_servers
+    clraid_down
+}
+
+# median VALUES...: the middle value (the mean of the two middle ones for
+# an even count); nothing for no values.
+median() {
+    [ $# -gt 0 ] || return 0
+    printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END {
+        if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
 # bench_sweep DIR: one RAID1 on DIR, sequential writes then reads with the
@@ -481,11 +571,7 @@ for dir in $BENCH_DIRS; do
         rm -f "$d"/rmw?
         JOBS=("${saved[@]}")
     fi
-    if [ -n "$nobitmap_create$nobitmap_start" ]; then
-        saved=("${JOBS[@]}"); JOBS=(rw4k_q1 rw4k_q32)
-        bench_clraid "clraid-raid1-nobitmap@$tag" "$d" 1 2 "$nobitmap_create" "$nobitmap_start"
-        JOBS=("${saved[@]}")
-    fi
+    [ -n "$nobitmap_create$nobitmap_start" ] && bench_bitmap_pair "$d" "$tag"
     rm -rf "$d"
 done
 
@@ -726,6 +812,21 @@ sweep_table() {
     fi
 }
 
+# bitmap_table: the bitmap pair's rounds, IOPS per round in run order.
+bitmap_table() {
+    local tag job
+    [ "${#bitmap_tags[@]}" -gt 0 ] || return 0
+    printf '\nBitmap on/off: RAID1 with and without its bitmap, side by side, %s alternating rounds (IOPS)\n' \
+        "$BITMAP_ROUNDS"
+    for tag in "${bitmap_tags[@]}"; do
+        if [ -n "${BM[$tag|note]:-}" ]; then printf '%-24s %s\n' "[$tag]" "${BM[$tag|note]}"; continue; fi
+        for job in $BITMAP_JOBS; do
+            printf '%-24s on: %-26s off: %s\n' "${JOB_HEAD[$job]} [$tag]" \
+                "$(printf '%.0f ' ${BM[$tag|$job|on]:-})" "$(printf '%.0f ' ${BM[$tag|$job|off]:-})"
+        done
+    done
+}
+
 # cluster_table: the cluster row (one member alone vs three at once), and
 # its check: the I/O cost no lock op and no message on any member.
 cluster_note=${cluster_note:-}
@@ -794,24 +895,33 @@ cluster_table() {
     done
     sweep_table
     cluster_table
+    bitmap_table
     printf '\nTargets\n'
     for l in "${verdicts[@]}"; do echo "$l"; done
     if [ -z "$nobitmap_create$nobitmap_start" ]; then
         echo "bitmap on/off: not measured (engine has no bitmap=off option)"
     else
-        for dir in $BENCH_DIRS; do
-            tag=$(dirtag "$dir")
-            for job in rw4k_q1 rw4k_q32; do
-                on=$(val "clraid-raid1@$tag" $job)
-                off=$(val "clraid-raid1-nobitmap@$tag" $job)
+        for tag in "${bitmap_tags[@]}"; do
+            for job in $BITMAP_JOBS; do
                 label="bitmap on vs off, RAID1 ${JOB_HEAD[$job]} [$tag]"
-                if ! [[ $on =~ ^[0-9.]+$ && $off =~ ^[0-9.]+$ ]]; then
-                    printf '%-62s %s\n' "$label" "NOT MEASURED"
+                # shellcheck disable=SC2086
+                on=$(median ${BM[$tag|$job|on]:-}) off=$(median ${BM[$tag|$job|off]:-})
+                # the verdict: the median of each round's own ratio (the
+                # two jobs of a round ran back to back, under the same
+                # conditions), not of the medians' ratio
+                # shellcheck disable=SC2086
+                pr=$(paste -d' ' <(printf '%s\n' ${BM[$tag|$job|on]:-}) <(printf '%s\n' ${BM[$tag|$job|off]:-}) |
+                    awk 'NF == 2 && $1 > 0 { printf "%.6f\n", $2 / $1 }')
+                # shellcheck disable=SC2086
+                pm=$(median $pr)
+                if [ -n "${BM[$tag|note]:-}" ] || [ -z "$on" ] || [ -z "$off" ] || [ -z "$pm" ]; then
+                    printf '%-62s %s %s\n' "$label" "NOT MEASURED" "${BM[$tag|note]:-}"
                     continue
                 fi
-                diff=$(echo "scale=4; d = ($off - $on) / $off * 100; if (d < 0) d = -d; d" | bc)
+                diff=$(echo "scale=4; d = (1 - $pm) * 100; if (d < 0) d = -d; d" | bc)
                 if [ "$(echo "$diff <= 5" | bc)" = 1 ]; then v=PASS; else v=FAIL; fi
-                printf '%-62s %-5s (%.1f%% apart, need <= 5%%)\n' "$label" "$v" "$diff"
+                printf '%-62s %-5s (%.1f%% apart: median of the rounds'"'"' off/on %.3f; medians %.0f / %.0f IOPS; need <= 5%%)\n' \
+                    "$label" "$v" "$diff" "$pm" "$on" "$off"
             done
         done
     fi
