@@ -188,6 +188,9 @@ static void print_text(const char *path, const struct exam *x)
     printf("          Magic : %08x\n", sb->magic);
     printf("        Version : 1.2\n");
     printf("    Feature Map : 0x%x\n", sb->feature_map);
+    if (sb->feature_map & CLR_MD_FEAT_CLRAID_PARITY)
+        printf("        Cluster : clustered RAID%d of clraid (0x%x): kernel md refuses to assemble it\n",
+               sb->level, CLR_MD_FEAT_CLRAID_PARITY);
     printf("     Array UUID : %s\n", t.uuid);
     printf("           Name : %s\n", sb->set_name);
     if (x->has_bitmap && x->bm.nodes)
@@ -243,6 +246,8 @@ static json_object *to_json(const char *path, const struct exam *x)
     json_object_object_add(o, "device", json_object_new_string(path));
     json_object_object_add(s, "version", json_object_new_string("1.2"));
     json_object_object_add(s, "feature_map", json_object_new_int64(sb->feature_map));
+    json_object_object_add(s, "clraid_parity_cluster",
+                           json_object_new_boolean((sb->feature_map & CLR_MD_FEAT_CLRAID_PARITY) != 0));
     json_object_object_add(s, "array_uuid", json_object_new_string(t.uuid));
     json_object_object_add(s, "name", json_object_new_string(sb->set_name));
     json_object_object_add(s, "creation_time", json_object_new_string(t.ct));

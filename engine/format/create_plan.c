@@ -170,6 +170,9 @@ int clr_create_plan(const struct clr_create_params *p, const uint64_t *dev_secto
     sb->magic = CLR_MD_MAGIC;
     sb->major_version = 1;
     sb->feature_map = CLR_MD_FEAT_BITMAP_OFFSET | (q.nodes > 1 ? CLR_MD_FEAT_CLUSTERED : 0);
+    /* a parity array for several nodes: no stock kernel may assemble it */
+    if (q.nodes > 1 && (q.level == 5 || q.level == 6))
+        sb->feature_map |= CLR_MD_FEAT_CLRAID_PARITY;
     memcpy(sb->set_uuid, q.set_uuid, 16);
     memcpy(sb->set_name, q.name, strnlen(q.name, 32));
     sb->ctime = (q.now_sec & 0xffffffffffULL) | ((uint64_t)q.now_usec << 40);

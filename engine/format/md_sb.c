@@ -417,9 +417,16 @@ static int check_areas(const struct clr_md_sb *sb, uint64_t dev_sectors, struct 
 
     if (sb->pad0 != 0 || !all_zero(sb->pad3, sizeof sb->pad3))
         return clr_err_set(e, -EINVAL, "reserved superblock padding is not zero");
-    if (sb->feature_map & ~CLR_MD_FEAT_ALL)
+    if (sb->feature_map & ~(CLR_MD_FEAT_ALL | CLR_MD_FEAT_CLRAID_PARITY))
         return clr_err_set(e, -EPROTO, "unknown feature bits 0x%x in the superblock",
-                           sb->feature_map & ~CLR_MD_FEAT_ALL);
+                           sb->feature_map & ~(CLR_MD_FEAT_ALL | CLR_MD_FEAT_CLRAID_PARITY));
+    if ((sb->feature_map & CLR_MD_FEAT_CLRAID_PARITY) &&
+        (!(sb->feature_map & CLR_MD_FEAT_CLUSTERED) || (sb->level != 5 && sb->level != 6)))
+        return clr_err_set(
+            e, -EPROTO,
+            "feature 0x%x (clraid clustered RAID5/6) on a raid%d superblock%s: it was not written by clraid",
+            CLR_MD_FEAT_CLRAID_PARITY, sb->level,
+            (sb->feature_map & CLR_MD_FEAT_CLUSTERED) ? "" : " without a clustered bitmap");
     if (sb->feature_map &
         (CLR_MD_FEAT_RESHAPE_ACTIVE | CLR_MD_FEAT_JOURNAL | CLR_MD_FEAT_PPL | CLR_MD_FEAT_MULTIPLE_PPLS))
         return clr_err_set(e, -EPROTO, "feature map 0x%x: reshape, journal and PPL arrays are not supported",

@@ -37,6 +37,14 @@
 #define CLR_MD_FEAT_MULTIPLE_PPLS     0x800U
 #define CLR_MD_FEAT_RAID0_LAYOUT      0x1000U
 #define CLR_MD_FEAT_ALL               0x1fffU
+/*
+ * Ours, not md's: a clustered RAID5/6 (a parity level with a clustered
+ * bitmap).  Kernel md refuses a superblock with a feature bit it does not
+ * know (md.c super_1_load), so no stock kernel assembles such an array on
+ * several nodes with no stripe locking; mdadm --examine still prints it.
+ * High in the word, away from the bits md adds from the bottom.
+ */
+#define CLR_MD_FEAT_CLRAID_PARITY 0x40000000U
 
 /* RAID10 layout word */
 #define CLR_R10_NEAR(l) ((l)&0xffU)

@@ -107,6 +107,14 @@ static void test_levels(void **state)
     assert_int_equal(plan.sync_sectors, plan.array_sectors); /* raid10: array size */
     assert_int_equal(plan.array_sectors, plan.size * 3 / 2 / 1024 * 1024);
 
+    /* RAID5/6 for several nodes: clraid's own bit keeps kernel md off */
+    params(&p, 5, 3);
+    assert_int_equal(clr_create_plan(&p, sizes, 3, &plan, &e), 0);
+    assert_int_equal(plan.sb.feature_map, 0x40000101);
+    params(&p, 6, 4);
+    assert_int_equal(clr_create_plan(&p, sizes, 4, &plan, &e), 0);
+    assert_int_equal(plan.sb.feature_map, 0x40000101);
+    /* ... and one node stays plain md */
     params(&p, 5, 3);
     p.nodes = 1;
     p.cluster_name[0] = '\0';

@@ -149,6 +149,17 @@ static void test_version_and_features(void **state)
     sample(&a);
     a.feature_map |= CLR_MD_FEAT_PPL;
     assert_int_equal(reencode_decode(&a, &b, &e), -EPROTO);
+    /* clraid's clustered RAID5/6 bit: on a clustered parity array only */
+    sample(&a);
+    a.feature_map |= CLR_MD_FEAT_CLRAID_PARITY;
+    assert_int_equal(reencode_decode(&a, &b, &e), -EPROTO);
+    a.level = 5;
+    a.layout = 2;
+    a.chunksize = 128;
+    assert_int_equal(reencode_decode(&a, &b, &e), 0);
+    assert_int_equal(b.feature_map, a.feature_map);
+    a.feature_map &= ~CLR_MD_FEAT_CLUSTERED;
+    assert_int_equal(reencode_decode(&a, &b, &e), -EPROTO);
     sample(&a);
     a.pad0 = 1;
     assert_int_equal(reencode_decode(&a, &b, &e), -EINVAL);

@@ -7,6 +7,7 @@ UML_TESTS = \
 	tests/uml/md-cluster-interop.sh \
 	tests/uml/dlm-lock-service.sh \
 	tests/uml/dlm-mdcluster-refusal.sh \
+	tests/uml/kernel-raid56-refusal.sh \
 	tests/uml/uml-harness.sh
 TESTS += $(UML_TESTS)
 dist_check_SCRIPTS += $(UML_TESTS)
@@ -24,6 +25,7 @@ UML_LOGS = $(filter $(UML_TESTS:.sh=.log),$(TEST_LOGS))
 tests/uml/dlm-cluster.log: $(filter tests/uml/kernel-md-assemble.log,$(UML_LOGS))
 tests/uml/md-cluster-interop.log: $(filter tests/uml/kernel-md-assemble.log tests/uml/dlm-cluster.log,$(UML_LOGS))
 tests/uml/dlm-lock-service.log: $(filter tests/uml/kernel-md-assemble.log tests/uml/dlm-cluster.log tests/uml/md-cluster-interop.log,$(UML_LOGS))
+tests/uml/kernel-raid56-refusal.log: $(filter tests/uml/kernel-md-assemble.log tests/uml/dlm-cluster.log tests/uml/md-cluster-interop.log tests/uml/dlm-lock-service.log,$(UML_LOGS))
 tests/uml/dlm-mdcluster-refusal.log: $(filter-out tests/uml/dlm-mdcluster-refusal.log tests/uml/uml-harness.log,$(UML_LOGS))
 tests/uml/uml-harness.log: $(filter-out tests/uml/uml-harness.log,$(UML_LOGS))
 # uml_xstate.so: preloaded into UML only on hosts whose XSAVE area (AMX)
