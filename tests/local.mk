@@ -15,6 +15,10 @@ tests_format_test_md_bitmap_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_format_test_md_bitmap_LDADD = libclraid.la $(CMOCKA_LIBS)
 tests_format_test_create_plan_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_format_test_create_plan_LDADD = libclraid.la $(CMOCKA_LIBS)
+check_PROGRAMS += tests/format/test_plog
+TESTS += tests/format/test_plog
+tests_format_test_plog_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_format_test_plog_LDADD = libclraid.la $(CMOCKA_LIBS)
 
 # --- integration tests (real mdadm, blkid, loop devices) ---
 EXTRA_DIST += tests/functions.sh

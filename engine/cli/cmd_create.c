@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "format/create_plan.h"
+#include "format/plog.h"
 
 static const char create_usage[] =
     "usage: clraid create --level=1|10|5|6 --raid-devices=N [--spare-devices=N]\n"
@@ -83,6 +84,22 @@ static int write_member(struct clr_dev *d, const struct clr_create_plan *plan, u
                                  slot * plan->stride_bytes);
         if (rc)
             return rc;
+    }
+    /* A clustered RAID5/6: every slot's log starts empty (a header left
+     * by an earlier use of the device must not be replayed). */
+    if (plan->sb.feature_map & CLR_MD_FEAT_CLRAID_PARITY) {
+        struct clr_plog_layout lay;
+        struct clr_err e;
+
+        if (clr_plog_layout(&plan->sb, &plan->bitmap, &lay, &e) != 0)
+            return -ERANGE;
+        memset(region, 0, CLR_PLOG_HDR_BYTES * CLR_PLOG_COPIES);
+        for (uint32_t slot = 0; slot < lay.slots; slot++) {
+            rc = clr_pwrite_full(d->fd, region, CLR_PLOG_HDR_BYTES * CLR_PLOG_COPIES,
+                                 lay.start + slot * lay.slot_bytes);
+            if (rc)
+                return rc;
+        }
     }
     /* The superblock goes last: a member is only a member once its
      * bitmap is in place. */
@@ -347,7 +364,10 @@ static int create_reopen_for_write(struct create_members *m)
 static int create_write_members(const struct create_req *r, struct create_members *m,
                                 const struct clr_create_plan *plan)
 {
-    uint8_t *region = aligned_alloc(4096, (plan->stride_bytes + 4095) & ~(uint64_t)4095);
+    /* a bitmap region, or the log header copies of a slot (zeroed) */
+    uint64_t rbytes = (plan->stride_bytes + 4095) & ~(uint64_t)4095;
+    uint8_t *region = aligned_alloc(
+        4096, rbytes > CLR_PLOG_HDR_BYTES * CLR_PLOG_COPIES ? rbytes : CLR_PLOG_HDR_BYTES * CLR_PLOG_COPIES);
     uint8_t *sbuf = aligned_alloc(4096, CLR_MD_SB_AREA_BYTES);
     int rc = -1;
 

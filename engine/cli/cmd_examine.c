@@ -11,14 +11,22 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cluster/zone.h"
 #include "format/md_bitmap.h"
 #include "format/md_sb.h"
+#include "format/plog.h"
 
 struct slot_info {
     int rc;
     struct clr_err err;
     struct clr_bitmap_sb b;
     uint64_t dirty;
+    /* its partial-parity log (clustered RAID5/6): lrc 0 with a header,
+     * -ENODATA empty, else why neither copy could be used */
+    int lrc;
+    struct clr_err lerr;
+    uint64_t lgen;
+    uint32_t lentries;
 };
 
 struct exam {
@@ -28,6 +36,10 @@ struct exam {
     uint64_t bits;
     uint32_t nslots;
     struct slot_info *slots;
+    bool has_plog;
+    int plog_rc;
+    struct clr_err plog_err;
+    struct clr_plog_layout plog;
 };
 
 static const char *advice(int rc)
@@ -42,6 +54,65 @@ static const char *advice(int rc)
     default:
         return "inconsistent metadata: corrupt, truncated or foreign device";
     }
+}
+
+/* Each slot's partial-parity log header: the newest copy that decodes. */
+static void read_plogs(struct clr_dev *d, struct exam *x)
+{
+    uint8_t *buf = malloc(CLR_PLOG_HDR_BYTES);
+    struct clr_plog_hdr *h = malloc(sizeof *h);
+
+    x->has_plog = true;
+    x->plog_rc = clr_plog_layout(&x->sb, &x->bm, &x->plog, &x->plog_err);
+    if (x->plog_rc)
+        goto out;
+    if (!buf || !h) {
+        x->plog_rc = -ENOMEM;
+        snprintf(x->plog_err.msg, sizeof x->plog_err.msg, "out of memory");
+        goto out;
+    }
+    for (uint32_t s = 0; s < x->nslots && s < x->plog.slots; s++) {
+        struct slot_info *si = &x->slots[s];
+        uint64_t gen[CLR_PLOG_COPIES] = { 0 };
+        uint32_t n[CLR_PLOG_COPIES] = { 0 };
+        bool valid[CLR_PLOG_COPIES] = { false };
+        bool written = false;
+
+        si->lrc = -ENODATA;
+        for (unsigned c = 0; c < CLR_PLOG_COPIES; c++) {
+            struct clr_err e;
+            int rc = clr_pread_full(d->fd, buf, CLR_PLOG_HDR_BYTES,
+                                    x->plog.start + s * x->plog.slot_bytes + c * CLR_PLOG_HDR_BYTES);
+
+            if (rc) {
+                snprintf(si->lerr.msg, sizeof si->lerr.msg, "read failed: %s", strerror(-rc));
+                written = true;
+                continue;
+            }
+            rc = clr_plog_hdr_decode(buf, x->sb.set_uuid, s, h, &e);
+            if (rc == 0) {
+                valid[c] = true;
+                gen[c] = h->gen;
+                n[c] = h->nentries;
+            } else if (rc != -ENODATA) {
+                written = true;
+                si->lerr = e;
+            }
+        }
+        /* the rule the engine and the simulator follow */
+        int k = clr_zone_log_pick(gen, valid, CLR_PLOG_COPIES);
+
+        if (k >= 0) {
+            si->lrc = 0;
+            si->lgen = gen[k];
+            si->lentries = n[k];
+        } else if (written) {
+            si->lrc = -EBADMSG;
+        }
+    }
+out:
+    free(buf);
+    free(h);
 }
 
 static int load(const char *path, struct exam *x)
@@ -119,6 +190,8 @@ static int load(const char *path, struct exam *x)
             si->dirty = clr_bitmap_count(region + CLR_BITMAP_SB_BYTES, x->bits);
     }
     free(region);
+    if (x->sb.feature_map & CLR_MD_FEAT_CLRAID_PARITY)
+        read_plogs(&d, x);
 out:
     free(buf);
     clr_dev_close(&d);
@@ -233,6 +306,26 @@ static void print_text(const char *path, const struct exam *x)
                    s, si->b.events, si->b.events_cleared, si->dirty, x->bits,
                    (si->b.state & CLR_BITMAP_STATE_STALE) ? ", stale" : "");
     }
+    if (!x->has_plog)
+        return;
+    if (x->plog_rc) {
+        printf("    Parity Logs : %s\n", x->plog_err.msg);
+        return;
+    }
+    printf("    Parity Logs : %u slot%s x %" PRIu64 " KiB from byte %" PRIu64
+           " (the engine does not write them yet)\n",
+           x->plog.slots, x->plog.slots == 1 ? "" : "s", x->plog.slot_bytes / 1024, x->plog.start);
+    for (uint32_t s = 0; s < x->nslots && s < x->plog.slots; s++) {
+        const struct slot_info *si = &x->slots[s];
+
+        if (si->lrc == 0)
+            printf("     Log Slot %u : generation %" PRIu64 ", %u entr%s\n", s, si->lgen, si->lentries,
+                   si->lentries == 1 ? "y" : "ies");
+        else if (si->lrc == -ENODATA)
+            printf("     Log Slot %u : empty\n", s);
+        else
+            printf("     Log Slot %u : no valid header: %s\n", s, si->lerr.msg);
+    }
 }
 
 static json_object *to_json(const char *path, const struct exam *x)
@@ -302,6 +395,37 @@ static json_object *to_json(const char *path, const struct exam *x)
         }
         json_object_object_add(b, "slots", arr);
         json_object_object_add(o, "bitmap", b);
+    }
+    if (x->has_plog) {
+        json_object *l = json_object_new_object();
+
+        if (x->plog_rc) {
+            json_object_object_add(l, "error", json_object_new_string(x->plog_err.msg));
+        } else {
+            json_object *arr = json_object_new_array();
+
+            json_object_object_add(l, "start", json_object_new_int64((int64_t)x->plog.start));
+            json_object_object_add(l, "slot_bytes", json_object_new_int64((int64_t)x->plog.slot_bytes));
+            for (uint32_t i = 0; i < x->nslots && i < x->plog.slots; i++) {
+                const struct slot_info *si = &x->slots[i];
+                json_object *e = json_object_new_object();
+
+                json_object_object_add(e, "slot", json_object_new_int64(i));
+                json_object_object_add(e, "state",
+                                       json_object_new_string(si->lrc == 0          ? "header"
+                                                              : si->lrc == -ENODATA ? "empty"
+                                                                                    : "invalid"));
+                if (si->lrc == 0) {
+                    json_object_object_add(e, "generation", json_object_new_int64((int64_t)si->lgen));
+                    json_object_object_add(e, "entries", json_object_new_int64(si->lentries));
+                } else if (si->lrc != -ENODATA) {
+                    json_object_object_add(e, "error", json_object_new_string(si->lerr.msg));
+                }
+                json_object_array_add(arr, e);
+            }
+            json_object_object_add(l, "slots", arr);
+        }
+        json_object_object_add(o, "parity_log", l);
     }
     return o;
 }

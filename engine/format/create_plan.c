@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "format/create_plan.h"
+#include "format/plog.h"
 
 static bool is_pow2(uint64_t v)
 {
@@ -133,6 +134,10 @@ int clr_create_plan(const struct clr_create_params *p, const uint64_t *dev_secto
     upper_stride = clr_bitmap_stride_bytes(upper_sync, q.bitmap_chunk_kib * 1024);
     plan->slots = q.nodes;
     meta_end = CLR_MD_V12_SB_SECTOR + 8 + q.nodes * upper_stride / 512 + 8;
+    /* a clustered RAID5/6: each slot's partial-parity log after the
+     * bitmaps (format/plog.h) */
+    if (q.nodes > 1 && (q.level == 5 || q.level == 6))
+        meta_end = clr_plog_end((CLR_MD_V12_SB_SECTOR + 8) * 512 + q.nodes * upper_stride, q.nodes) / 512 + 8;
     plan->data_offset = round_up(meta_end + headroom, 2048);
 
     avail = min_sectors > plan->data_offset ? min_sectors - plan->data_offset : 0;

@@ -4,4 +4,5 @@ libclraid_la_SOURCES += \
 	engine/format/errbuf.c engine/format/errbuf.h \
 	engine/format/md_sb.c engine/format/md_sb.h \
 	engine/format/md_bitmap.c engine/format/md_bitmap.h \
-	engine/format/create_plan.c engine/format/create_plan.h
+	engine/format/create_plan.c engine/format/create_plan.h \
+	engine/format/plog.c engine/format/plog.h

@@ -65,6 +65,35 @@ files=$(mkfiles 2 100M)
 [ "$(jq -r '.[0].bitmap.version' "$TESTDIR/ex.json")" = 4 ] || fail "--nodes=1 bitmap version"
 echo "ok: single-node bitmap"
 
+# A RAID5/6 for several nodes: clraid's feature bit, and every slot's
+# partial-parity log reserved after the bitmaps and written empty.
+files=$(mkfiles 4 100M)
+# shellcheck disable=SC2086
+"$CLRAID" create --level=6 --raid-devices=4 --nodes=3 --home-cluster=demo $files >/dev/null
+# shellcheck disable=SC2086
+"$CLRAID" examine --json $files >"$TESTDIR/ex.json"
+"$CLRAID" examine "$TESTDIR/d0" >"$TESTDIR/ex.txt"
+[ "$(jq -r '.[0].superblock.feature_map' "$TESTDIR/ex.json")" = $((0x40000101)) ] || fail "RAID6 --nodes=3 feature map"
+[ "$(jq -r '.[0].superblock.clraid_parity_cluster' "$TESTDIR/ex.json")" = true ] || fail "parity cluster flag"
+[ "$(jq -r '[.[].parity_log.slots[].state] | unique | join(",")' "$TESTDIR/ex.json")" = empty ] ||
+    fail "parity logs: $(jq -c '.[0].parity_log' "$TESTDIR/ex.json")"
+[ "$(jq -r '.[0].parity_log.slots | length' "$TESTDIR/ex.json")" = 3 ] || fail "parity log slots"
+end=$(jq -r '.[0].parity_log.start + 3 * .[0].parity_log.slot_bytes' "$TESTDIR/ex.json")
+[ "$end" -le $(($(jq -r '.[0].superblock.data_offset' "$TESTDIR/ex.json") * 512)) ] || fail "parity logs past data_offset"
+grep -q "Parity Logs : 3 slots x 1024 KiB from byte" "$TESTDIR/ex.txt" || fail "text parity logs: $(cat "$TESTDIR/ex.txt")"
+grep -q "Log Slot 2 : empty" "$TESTDIR/ex.txt" || fail "text log slot"
+# a header copy that is not a log (garbage where slot 1's log starts)
+start=$(jq -r '.[0].parity_log.start' "$TESTDIR/ex.json")
+printf 'garbage' | dd of="$TESTDIR/d0" bs=1 seek=$((start + 1048576)) conv=notrunc status=none
+"$CLRAID" examine "$TESTDIR/d0" | grep -q "Log Slot 1 : no valid header: .*checksum" || fail "garbage log header not reported"
+# the same for one node: plain md, no log
+files=$(mkfiles 4 100M)
+# shellcheck disable=SC2086
+"$CLRAID" create --level=6 --raid-devices=4 --nodes=1 $files >/dev/null
+"$CLRAID" examine --json "$TESTDIR/d0" >"$TESTDIR/ex.json"
+[ "$(jq -r '.[0].parity_log' "$TESTDIR/ex.json")" = null ] || fail "a one-node RAID6 has a parity log"
+echo "ok: clustered RAID6: feature bit, 3 empty parity logs below data_offset"
+
 # --force over an ext4 filesystem leaves only our signature.
 files=$(mkfiles 2 100M)
 mkfs.ext4 -q -F "$TESTDIR/d0"
