@@ -48,4 +48,11 @@ for cfg in "--nodes 2 --devices 2" "--nodes 3 --devices 2 --no-start-sb --no-new
 	done
 	echo "$kind: sim [$cfg] seeds 1-$n clean"
 done
+# sim56 (clustered RAID5/6): run-sim56.sh's configurations, fewer seeds
+for cfg in "--level 5 --nodes 2 --data 3" "--level 5 --nodes 3 --data 3 --zone-stripes 1" \
+	   "--level 6 --nodes 3 --data 3" "--level 6 --nodes 4 --data 4 --zone-stripes 3"; do
+	# shellcheck disable=SC2086
+	out=$(./tests/sim/sim56 --seeds 1-"$n" $cfg 2>&1) || { echo "$out"; echo "$kind: sim56 [$cfg] failed" >&2; exit 1; }
+	echo "$kind: sim56 [$cfg] seeds 1-$n clean"
+done
 echo "$kind: simulator clean"

@@ -43,10 +43,11 @@ check_DATA += tests/fuzz/fuzz_format
 CLEANFILES += tests/fuzz/fuzz_format
 tests/fuzz/fuzz_format: $(top_srcdir)/tests/fuzz/fuzz_format.c \
 		$(top_srcdir)/engine/format/errbuf.c $(top_srcdir)/engine/format/md_sb.c \
-		$(top_srcdir)/engine/format/md_bitmap.c config.h
+		$(top_srcdir)/engine/format/md_bitmap.c $(top_srcdir)/engine/format/plog.c config.h
 	$(AM_V_CC)$(MKDIR_P) tests/fuzz && \
 	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-include config.h -I$(top_srcdir)/engine -I. \
 		$(top_srcdir)/tests/fuzz/fuzz_format.c $(top_srcdir)/engine/format/errbuf.c \
-		$(top_srcdir)/engine/format/md_sb.c $(top_srcdir)/engine/format/md_bitmap.c -o $@
+		$(top_srcdir)/engine/format/md_sb.c $(top_srcdir)/engine/format/md_bitmap.c \
+		$(top_srcdir)/engine/format/plog.c -o $@
 endif

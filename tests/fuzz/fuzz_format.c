@@ -1,12 +1,14 @@
-/* libFuzzer target: the md superblock and bitmap decoders, fed a device
- * image (superblock at byte 4096, bitmap regions after it), the way
- * `clraid examine` walks a member. Built with clang, see tests/local.mk. */
+/* libFuzzer target: the md superblock, bitmap and partial-parity log
+ * decoders, fed a device image (superblock at byte 4096, bitmap regions
+ * after it, then the logs of a clustered RAID5/6), the way `clraid
+ * examine` walks a member. Built with clang, see tests/local.mk. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "format/md_bitmap.h"
 #include "format/md_sb.h"
+#include "format/plog.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -46,6 +48,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         if (clr_bitmap_sb_decode(data + off, stride, sb.set_uuid, &bs, &e) == 0)
             (void)clr_bitmap_count(data + off + CLR_BITMAP_SB_BYTES, bits);
+    }
+    if (sb.feature_map & CLR_MD_FEAT_CLRAID_PARITY) {
+        static struct clr_plog_hdr h;
+        struct clr_plog_layout lay;
+
+        if (clr_plog_layout(&sb, &b0, &lay, &e) != 0)
+            return 0;
+        for (uint32_t s = 0; s < lay.slots; s++)
+            for (uint32_t c = 0; c < CLR_PLOG_COPIES; c++) {
+                off = lay.start + s * lay.slot_bytes + c * CLR_PLOG_HDR_BYTES;
+                if (off >= size || size - off < CLR_PLOG_HDR_BYTES)
+                    return 0;
+                (void)clr_plog_hdr_decode(data + off, sb.set_uuid, s, &h, &e);
+            }
     }
     return 0;
 }
