@@ -176,7 +176,7 @@ struct op {
     val_t newv[MAXM];
     uint64_t need_gen; /* header generation that makes our entry durable */
     int ios;           /* chunk writes outstanding */
-    bool admitted;
+    bool granted;      /* recovery: the slot's recovery lock is ours */
     /* recovery */
     int slot;
     struct loghdr hdr;
@@ -792,7 +792,6 @@ static void op_write(struct node *n, int opi)
     case 0: /* admission */
         if (!zone_admit(n, z, CLR_ZONE_OP_WRITE))
             return;
-        o->admitted = true;
         o->state = 1;
         /* fallthrough */
     case 1: { /* stripe lock, read, log */
@@ -1030,7 +1029,7 @@ static void op_recover(struct node *n, int opi)
         return;
     }
     case 10: /* granted? still to do? */
-        if (!o->admitted)
+        if (!o->granted)
             return;
         if (!clr_zone_recover_needed(n->unrecovered, o->slot)) {
             clr_lt_unlock(S.lt, n->inc, REC_LKID + (uint64_t)o->slot, 0, NULL, lt_emit, NULL);
@@ -1129,7 +1128,7 @@ static void handle_event(struct node *n, const struct event *e)
         struct op *o = &n->ops[MAXOPS];
 
         if (l->type == CLR_LT_GRANTED && o->type == OP_RECOVER && o->slot == (int)(l->lkid - REC_LKID))
-            o->admitted = true;
+            o->granted = true;
         return;
     }
     if (z < 0 || z >= nzones())
