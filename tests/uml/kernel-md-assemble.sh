@@ -356,7 +356,14 @@ cpg_prep() {
         done
         (eval timeout "$T" qemu-io -f raw "'$(cl_uri 2)'" "$cmds" >/dev/null 2>&1 || true) &
         k=$!
-        sleep 0.4
+        # kill once the writes have set slot 1's bits (a fixed 0.4 s was
+        # sometimes before the first write on a loaded CI machine); the
+        # 40 ms delay keeps them in flight
+        for ((i = 0; i < 150; i++)); do
+            [ "$(cl_st 2 .bitmap.dirty_chunks)" = 0 ] || break
+            sleep 0.1
+        done
+        [ "$(cl_st 2 .bitmap.dirty_chunks)" != 0 ] || fail "$name: engine 2 set no bit within 15 s of the writes"
         cl_crash 2
         wait "$k" || true
         sha=unknown
