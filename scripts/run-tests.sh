@@ -16,14 +16,46 @@ elif [ ! -f Makefile ]; then
     ./configure
 fi
 make -j"$jobs"
+# Every program and file the tests need, and no test yet.
+make -j"$jobs" check TESTS= >/dev/null
+# Two lanes, side by side (Makefile.am): the tests in tests/uml/ one after
+# another (each boots User-Mode Linux instances, and two at once starve
+# each other) and then the RAID1 simulator; and the rest of the suite.  In one `make -j2 check` the next UML test waited for a job slot
+# behind whatever make had started in the meantime (up to three minutes of
+# a run here).  Each test's start goes to tests/starts.txt
+# for the list of the longest below.
+rm -f tests/starts.txt lane-uml.log
+stamp='echo "$$(date +%s) $@" >>tests/starts.txt;'
 set +e
-make -j"$jobs" check
+make check-lane-uml TESTS_ENVIRONMENT="$stamp" >lane-uml.out 2>&1 &
+uml_pid=$!
+# the UML lane keeps a CPU busy: the rest gets the others (one of two)
+make -j"$((jobs > 2 ? jobs - 1 : 1))" check-lane-rest TESTS_ENVIRONMENT="$stamp"
 rc=$?
+wait "$uml_pid"
+uml_rc=$?
 set -e
-count() { sed -n "s/^# $1: *//p" test-suite.log 2>/dev/null | head -n 1; }
+cat lane-uml.out
+[ "$uml_rc" = 0 ] || rc=$uml_rc
+count() {
+    n=0
+    for log in test-suite.log lane-uml.log; do
+        c=$(sed -n "s/^# $1: *//p" "$log" 2>/dev/null | head -n 1)
+        n=$((n + ${c:-0}))
+    done
+    [ "$n" = 0 ] || echo "$n"
+}
 pass=$(count PASS); fail=$(count FAIL); skip=$(count SKIP)
 xfail=$(count XFAIL); xpass=$(count XPASS); err=$(count ERROR)
-if [ -n "$fail" ]; then
+# the longest tests, from their start (tests/starts.txt) to their log's
+# last write: what to look at when the suite nears its time budget
+if [ -s tests/starts.txt ]; then
+    echo "longest tests (s):"
+    while read -r t log; do
+        [ -f "$log" ] && echo "$(($(stat -c %Y "$log") - t)) ${log%.log}"
+    done <tests/starts.txt | sort -rn | head -n 8 | sed 's/^/  /'
+fi
+if [ -n "$fail$err$xpass" ]; then
     # the failed tests, from automake's per-test .trs records (the
     # FAIL lines of test-suite.log include the tests' own output)
     for t in $(grep -lE '^:test-result: (FAIL|ERROR|XPASS)' $(find tests -name '*.trs') 2>/dev/null); do

@@ -34,7 +34,7 @@ dry() {
 
 # RAID1 of two, clustered-capable (2 slots); a RAID5 of three, 2 slots; a
 # zeroed file; the members of another RAID1.
-truncate -s 64M "$TESTDIR/a0" "$TESTDIR/a1" "$TESTDIR/p0" "$TESTDIR/p1" "$TESTDIR/p2" \
+truncate -s 16M "$TESTDIR/a0" "$TESTDIR/a1" "$TESTDIR/p0" "$TESTDIR/p1" "$TESTDIR/p2" \
     "$TESTDIR/z" "$TESTDIR/o0" "$TESTDIR/o1"
 "$CLRAID" create --level=1 --raid-devices=2 --nodes=2 --home-cluster=c --assume-clean \
     --name=a "$TESTDIR/a0" "$TESTDIR/a1" >/dev/null || fail "create a"
@@ -47,7 +47,7 @@ ALL="$A $P $TESTDIR/z $TESTDIR/o0 $TESTDIR/o1"
 
 echo "--- good members"
 dry 0 "raid1, lock local" a $A
-grep -q "^would start array 'a' (raid1, UUID [0-9a-f:]*, 63 MiB, 2 of 2 members in sync, lock local): nbd+unix:///?socket=$D/a.sock\$" \
+grep -q "^would start array 'a' (raid1, UUID [0-9a-f:]*, 15 MiB, 2 of 2 members in sync, lock local): nbd+unix:///?socket=$D/a.sock\$" \
     "$TESTDIR/out" || fail "summary: $(cat "$TESTDIR/out")"
 dry 0 "raid1, lock cpg (no lockspace joined: no corosync needed)" a $A --lock cpg
 # The kernel DLM is asked nothing either: start may still refuse for it.
