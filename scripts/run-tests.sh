@@ -20,10 +20,11 @@ make -j"$jobs"
 make -j"$jobs" check TESTS= >/dev/null
 # Two lanes, side by side (Makefile.am): the tests in tests/uml/ one after
 # another (each boots User-Mode Linux instances, and two at once starve
-# each other) and then the RAID1 simulator; and the rest of the suite.  In one `make -j2 check` the next UML test waited for a job slot
+# each other) and then the policy daemon's three-node Pacemaker test; and
+# the rest of the suite.  In one `make -j2 check` the next UML test waited for a job slot
 # behind whatever make had started in the meantime (up to three minutes of
-# a run here).  Each test's start goes to tests/starts.txt
-# for the list of the longest below.
+# a run here).  Each test's start goes to tests/starts.txt for the list of
+# the longest below.
 rm -f tests/starts.txt lane-uml.log
 stamp='echo "$$(date +%s) $@" >>tests/starts.txt;'
 set +e

@@ -29,6 +29,7 @@ PACEMAKER_TESTS = \
 	tests/pacemaker/pcs-offline.sh \
 	tests/pacemaker/crmsh-template.sh \
 	tests/pacemaker/live-pacemaker.sh \
-	tests/pacemaker/live-cluster3.sh
+	tests/pacemaker/live-cluster3.sh \
+	tests/pacemaker/live-cluster3-policy.sh
 TESTS += $(PACEMAKER_TESTS)
 dist_check_SCRIPTS += $(PACEMAKER_TESTS)
