@@ -77,6 +77,7 @@ struct arr_cluster {
     pthread_t rec_thread;
     bool rec_on;
     atomic_uint_fast64_t lock_ops;
+    struct arr_zones *zones; /* RAID5/6: the stripe-zone locks (array_zone.c) */
     bool frozen_by_cluster;
     /* the thread that holds `metadata` (meta_begin .. meta_end) (mu) */
     bool meta_owned;
@@ -141,6 +142,9 @@ static void cl_wake(struct arr_cluster *cl)
     cl->gen++;
     pthread_cond_broadcast(&cl->cond);
     clr_mutex_unlock(&cl->mu);
+    /* zone admissions waiting for a recovery re-check (after cl->mu: the
+     * zone cache ranks above it but never calls back into it) */
+    clr_arr_zones_kick(cl->zones);
 }
 
 static void deadline(struct timespec *ts, unsigned ms)
@@ -1455,11 +1459,6 @@ int clr_arr_cl_check_config(const struct clr_array *a, struct clr_err *e)
             e, -EBUSY,
             "'%s': a kernel md-cluster node has this array assembled (DLM lockspace %s is live in the cluster); clraid cannot share a live array with kernel md-cluster (32- vs 64-byte LVBs): stop it there (mdadm --stop) first",
             a->name, u);
-    if (a->g.pers->has_parity)
-        return clr_err_set(
-            e, -EOPNOTSUPP,
-            "'%s' is %s: clustered RAID5/6 needs the stripe-lock protocol, not in this release; start it with --lock local on one node",
-            a->name, a->g.pers->name);
     if (a->g.level == CLR_RAID_LEVEL10 && (a->g.far_copies > 1 || a->g.far_offset))
         return clr_err_set(
             e, -EOPNOTSUPP,
@@ -1585,9 +1584,13 @@ static void cl_close(struct clr_array *a, bool killed)
         clr_lock_destroy(le->lk);
         le->lk = NULL;
     }
+    clr_arr_zones_stop(cl->zones);
     if (cl->ls)
         clr_ls_close(cl->ls);
     cl->ls = NULL;
+    clr_arr_zones_free(cl->zones); /* the lockspace freed their locks */
+    cl->zones = NULL;
+    cl->a->zone_stripes = 0;
 }
 
 /* start: our slot in the lockspace, and our slot's bits loaded */
@@ -1772,6 +1775,45 @@ static int cl_join(struct clr_array *a, struct arr_cluster *cl, struct clr_err *
     return rc;
 }
 
+/* The zone cache's view of recovery: slots lost and not yet fenced, or
+ * dead with their bitmap not yet taken over here.  A zone granted with a
+ * suspect LVB (its EX holder died) waits until this is 0.  Called without
+ * array locks (clr_mdc_stats takes the core's mutex). */
+static uint64_t cl_unrecovered(void *arg)
+{
+    struct arr_cluster *cl = arg;
+    struct clr_mdc_stats st;
+
+    clr_mdc_stats(&cl->mdc, &st);
+    return st.lost | st.pending | (st.recovering ? 1ull << 63 : 0);
+}
+
+/* Data bytes a zone lock covers, about: whole stripes (doc/cluster.md). */
+#define CL_ZONE_TARGET_SECTORS (4u << 11) /* 4 MiB */
+
+/* start, RAID5/6: the stripe-zone locks, before any I/O can need them */
+static int cl_open_zones(struct clr_array *a, struct arr_cluster *cl, struct clr_err *e)
+{
+    uint64_t per = (uint64_t)a->g.chunk_sectors * a->g.data_disks;
+    struct arr_zone_cfg zc = { 0 };
+    int rc;
+
+    if (!a->g.pers->has_parity)
+        return 0;
+    zc.ls = cl->ls;
+    zc.stripes = a->g.used_dev_sectors / a->g.chunk_sectors;
+    zc.stripes_per_zone = per >= CL_ZONE_TARGET_SECTORS ? 1 : (uint32_t)(CL_ZONE_TARGET_SECTORS / per);
+    zc.min_hold_ms = 20;
+    zc.slot = (int)a->slot;
+    zc.unrecovered = cl_unrecovered;
+    zc.arg = cl;
+    rc = clr_arr_zones_open(a, &zc, &cl->zones);
+    if (rc)
+        return clr_err_set(e, rc, "cannot set up the stripe-zone locks: %s", strerror(-rc));
+    a->zone_stripes = zc.stripes_per_zone;
+    return 0;
+}
+
 int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
 {
     struct arr_cluster *cl;
@@ -1792,6 +1834,8 @@ int clr_arr_cl_start(struct clr_array *a, struct clr_err *e)
     rc = cl_open_lockspace(a, cl, lsname, e);
     if (rc == 0)
         rc = cl_open_protocol(a, cl, e);
+    if (rc == 0)
+        rc = cl_open_zones(a, cl, e);
     if (rc == 0)
         rc = cl_join(a, cl, e);
     if (rc == 0 && pthread_create(&cl->rec_thread, NULL, rec_main, cl) != 0) {
@@ -2166,9 +2210,31 @@ static void cl_status(struct clr_array *a, json_object *o, uint64_t *lock_ops, u
     }
     json_object_object_add(c, "messages_sent", json_object_new_int64((int64_t)st.msgs_sent));
     json_object_object_add(c, "messages_received", json_object_new_int64((int64_t)st.msgs_received));
-    json_object_object_add(o, "cluster", c);
     *lock_ops = atomic_load(&cl->lock_ops);
+    if (cl->zones) {
+        uint64_t zops = 0;
+
+        clr_arr_zones_status(cl->zones, c, &zops);
+        *lock_ops += zops;
+    }
+    json_object_object_add(o, "cluster", c);
     *messages = st.msgs_sent + st.msgs_received;
+}
+
+/* ---- RAID5/6 zones ---- */
+
+static int cl_zone_enter(struct clr_array *a, enum arr_zone_op op, uint64_t stripe, struct arr_zone **tok)
+{
+    struct arr_cluster *cl = a->cl;
+
+    *tok = NULL;
+    return cl && cl->zones ? clr_arr_zone_enter(cl->zones, op, stripe, tok) : 0;
+}
+
+static void cl_zone_exit(struct clr_array *a, struct arr_zone *tok)
+{
+    if (a->cl && a->cl->zones)
+        clr_arr_zone_exit(a->cl->zones, tok);
 }
 
 /* ---- the table the core calls (array_internal.h) ---- */
@@ -2190,6 +2256,8 @@ static const struct arr_cluster_ops cl_ops = {
     .readd = cl_readd,
     .newdisk = cl_newdisk,
     .status = cl_status,
+    .zone_enter = cl_zone_enter,
+    .zone_exit = cl_zone_exit,
     .alone = cl_alone,
     .leave = cl_leave,
     .crash = cl_crash,

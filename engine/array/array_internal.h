@@ -124,6 +124,17 @@ struct arr_req {
     struct arr_member *behind[ARR_MAX_MEMBERS];
 };
 
+/* What a RAID5/6 operation needs of its stripe's zone in a cluster
+ * (array_zone.c; a fault-free read needs nothing). */
+enum arr_zone_op {
+    ARR_ZONE_READ_DEGRADED, /* PR */
+    ARR_ZONE_CHECK,         /* PR */
+    ARR_ZONE_WRITE,         /* EX */
+    ARR_ZONE_RESYNC,        /* EX: resync, repair, rebuild */
+};
+struct arr_zone;
+struct arr_zones;
+
 /* Per-level data path and sync operations (mirror or parity). */
 struct arr_ops {
     /* [ls, ls+n) logical sectors, aligned buffers. */
@@ -273,6 +284,10 @@ struct clr_array {
     int64_t sync_started_ms, sync_ended_ms;
 
     struct clr_io_ctx *ctx;
+
+    /* clustered RAID5/6: stripes per zone lock (0: no zone locks; set by
+     * the cluster host at start, doc/cluster.md) */
+    uint32_t zone_stripes;
 
     /* cluster (array_cluster.c): NULL in plain single-node mode */
     char *lock_backend; /* "local", "cpg", "dlm" */
@@ -425,6 +440,11 @@ struct arr_cluster_ops {
     int (*readd)(struct clr_array *a, uint32_t dev_number);
     int (*newdisk)(struct clr_array *a, const uint8_t uuid[16], uint32_t dev_number);
     void (*status)(struct clr_array *a, json_object *o, uint64_t *lock_ops, uint64_t *messages);
+    /* RAID5/6 stripe-zone locks (array_zone.c): admit @op on the zone
+     * of @stripe (waits for the lock), *tok for the exit; 0, or -errno
+     * (-ESHUTDOWN stopping, the lock service's error) */
+    int (*zone_enter)(struct clr_array *a, enum arr_zone_op op, uint64_t stripe, struct arr_zone **tok);
+    void (*zone_exit)(struct clr_array *a, struct arr_zone *tok);
     /* lifecycle */
     bool (*alone)(struct clr_array *a);
     void (*leave)(struct clr_array *a, bool unclean);
@@ -502,6 +522,17 @@ static inline int arr_cl_newdisk(struct clr_array *a, const uint8_t uuid[16], ui
 {
     return a->clops ? a->clops->newdisk(a, uuid, dev_number) : 0;
 }
+static inline int arr_cl_zone_enter(struct clr_array *a, enum arr_zone_op op, uint64_t stripe,
+                                    struct arr_zone **tok)
+{
+    *tok = NULL;
+    return a->clops && a->zone_stripes ? a->clops->zone_enter(a, op, stripe, tok) : 0;
+}
+static inline void arr_cl_zone_exit(struct clr_array *a, struct arr_zone *tok)
+{
+    if (tok)
+        a->clops->zone_exit(a, tok);
+}
 static inline bool arr_cl_alone(struct clr_array *a)
 {
     return !a->clops || a->clops->alone(a);
@@ -526,6 +557,28 @@ static inline void arr_cl_free(struct clr_array *a)
     if (a->clops)
         a->clops->free(a);
 }
+
+/* ---- array_zone.c: the zone cache (called by array_cluster.c only) ---- */
+struct clr_ls;
+struct arr_zone_cfg {
+    struct clr_ls *ls;
+    uint64_t stripes;
+    uint32_t stripes_per_zone;
+    unsigned min_hold_ms;
+    int slot; /* 0-based: the LVB's last writer */
+    /* slots whose death is not yet made good (nonzero: a zone granted
+     * with a suspect LVB waits); called without any array lock held */
+    uint64_t (*unrecovered)(void *arg);
+    void *arg;
+};
+int clr_arr_zones_open(struct clr_array *a, const struct arr_zone_cfg *cfg, struct arr_zones **out);
+int clr_arr_zone_enter(struct arr_zones *zs, enum arr_zone_op op, uint64_t stripe, struct arr_zone **tok);
+void clr_arr_zone_exit(struct arr_zones *zs, struct arr_zone *tok);
+void clr_arr_zones_kick(struct arr_zones *zs);
+/* stop: before the lockspace closes; free: after (it freed the locks) */
+void clr_arr_zones_stop(struct arr_zones *zs);
+void clr_arr_zones_free(struct arr_zones *zs);
+void clr_arr_zones_status(struct arr_zones *zs, json_object *c, uint64_t *lock_ops);
 
 /* array_sync.c */
 void *clr_arr_sync_main(void *arg);

@@ -147,14 +147,20 @@ static int admit(struct clr_array *a, struct arr_range *r, uint64_t ss, uint64_t
  * RESYNCING over it would hang in our drain (and with it every broadcast
  * in the cluster); then take the range again.  @return 0 with the range
  * held, else an error with it released. */
-static int thaw_and_readmit(struct clr_array *a, struct arr_range *r, uint64_t ss, uint64_t sn)
+static int thaw_and_readmit(struct clr_array *a, struct arr_range *r, uint64_t ss, uint64_t sn,
+                            struct arr_zone **ztok)
 {
     int rc;
 
+    /* the zone too: another node may need it to get to the thaw */
+    arr_cl_zone_exit(a, *ztok);
+    *ztok = NULL;
     clr_arr_rl_unlock(&a->rl, r);
     rc = clr_arr_wait_thaw(a);
     if (rc == 0 && admit(a, r, ss, sn))
         rc = -ESHUTDOWN;
+    if (rc == 0 && (rc = arr_cl_zone_enter(a, ARR_ZONE_WRITE, ss / a->g.chunk_sectors, ztok)) != 0)
+        clr_arr_rl_unlock(&a->rl, r);
     return rc;
 }
 
@@ -184,7 +190,7 @@ static int merge_edges(struct clr_array *a, struct arr_req *rq, const void *buf,
  * the array is frozen and the write waits for a thaw, as for a write to
  * the last device.  @return 0 with the range held, else not held. */
 static int bitmap_before_data(struct clr_array *a, struct arr_req *rq, struct arr_range *r, uint64_t ss,
-                              uint64_t sn)
+                              uint64_t sn, struct arr_zone **ztok)
 {
     int rc;
 
@@ -197,12 +203,15 @@ static int bitmap_before_data(struct clr_array *a, struct arr_req *rq, struct ar
                 a->name);
         a->frozen = true;
         clr_mutex_unlock(&a->lock);
-        rc = thaw_and_readmit(a, r, ss, sn);
+        rc = thaw_and_readmit(a, r, ss, sn, ztok);
         if (rc)
             return rc;
     }
-    if (rc)
+    if (rc) {
+        arr_cl_zone_exit(a, *ztok);
+        *ztok = NULL;
         clr_arr_rl_unlock(&a->rl, r);
+    }
     return rc;
 }
 
@@ -216,22 +225,43 @@ static int locked_write(struct clr_array *a, const void *buf, uint64_t count, ui
     const uint8_t *src = buf;
     uint8_t *b = NULL;
     struct arr_req req, *rq = &req;
+    struct arr_zone *ztok = NULL;
     struct arr_range r;
     bool whole = false, held = true;
     int rc = 0, drc;
 
+    if (a->zone_stripes) {
+        /* clustered RAID5/6: one zone lock per piece, never two at once */
+        uint64_t zl = (uint64_t)a->zone_stripes * a->g.chunk_sectors * a->g.data_disks * ARR_SECTOR;
+        uint64_t cut = (offset / zl + 1) * zl;
+
+        if (offset + count > cut) {
+            rc = locked_write(a, buf, cut - offset, offset, ioflags);
+            return rc ? rc
+                      : locked_write(a, buf ? (const uint8_t *)buf + (cut - offset) : NULL,
+                                     offset + count - cut, cut, ioflags);
+        }
+    }
     a->ops->sync_range(a, ls, n, &ss, &sn);
     clr_arr_req_begin(a, rq);
     if (admit(a, &r, ss, sn)) {
         clr_arr_req_end(a, rq); /* nothing failed yet: nothing deferred */
         return -ESHUTDOWN;
     }
+    /* after the range and the cluster's window: a write never holds its
+     * zone while it waits for a remote resync (doc/architecture.md §7) */
+    rc = arr_cl_zone_enter(a, ARR_ZONE_WRITE, ss / a->g.chunk_sectors, &ztok);
+    if (rc) {
+        clr_arr_rl_unlock(&a->rl, &r);
+        clr_arr_req_end(a, rq);
+        return rc;
+    }
     if (buf && (s != offset || e != offset + count || !arr_mem_aligned(a, buf))) {
         rc = merge_edges(a, rq, buf, count, offset, s, e, &b);
         src = b;
     }
     if (rc == 0) {
-        rc = bitmap_before_data(a, rq, &r, ss, sn);
+        rc = bitmap_before_data(a, rq, &r, ss, sn, &ztok);
         held = rc == 0;
     }
     while (rc == 0) {
@@ -245,14 +275,16 @@ static int locked_write(struct clr_array *a, const void *buf, uint64_t count, ui
             break;
         }
         /* frozen: our bitmap count stays while we wait */
-        rc = thaw_and_readmit(a, &r, ss, sn);
+        rc = thaw_and_readmit(a, &r, ss, sn, &ztok);
         if (rc) {
             held = false;
             clr_arr_bm_end_write(a, ss, sn, false);
         }
     }
-    if (held)
+    if (held) {
+        arr_cl_zone_exit(a, ztok);
         clr_arr_rl_unlock(&a->rl, &r);
+    }
     /* a leg that failed is faulty on disk (and the cluster told) first;
      * if that cannot be done the array froze and the write is not acked */
     drc = clr_arr_req_end(a, rq);

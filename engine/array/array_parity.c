@@ -354,14 +354,23 @@ static int parity_read_degraded(struct clr_array *a, struct arr_req *rq, uint8_t
     uint64_t cs = a->g.chunk_sectors, ndata = a->g.data_disks;
     uint64_t stripe = ls / cs / ndata, o = ls - stripe * cs * ndata;
     uint64_t c = o / cs, r0 = o % cs;
+    struct arr_zone *ztok = NULL;
     struct stripe_io s;
     struct arr_range r;
     struct arr_view v;
     uint8_t *pool;
     int rc;
 
-    if (!locked)
+    if (!locked) {
         clr_arr_rl_lock(&a->rl, &r, stripe * cs, cs);
+        /* cluster: PR of the zone, so that no node rewrites the stripe
+         * while we reconstruct from it (a write holds EX: @locked) */
+        rc = arr_cl_zone_enter(a, ARR_ZONE_READ_DEGRADED, stripe, &ztok);
+        if (rc) {
+            clr_arr_rl_unlock(&a->rl, &r);
+            return rc;
+        }
+    }
     pool = pool_get(a);
     if (!pool) {
         rc = -ENOMEM;
@@ -374,8 +383,10 @@ static int parity_read_degraded(struct clr_array *a, struct arr_req *rq, uint8_t
         memcpy(buf, s.blk[c], k * ARR_SECTOR);
     pool_put(a, pool);
 out:
-    if (!locked)
+    if (!locked) {
+        arr_cl_zone_exit(a, ztok);
         clr_arr_rl_unlock(&a->rl, &r);
+    }
     return rc;
 }
 
@@ -451,11 +462,19 @@ static int parity_sync_unit(struct clr_array *a, struct arr_req *rq, enum arr_ac
         uint8_t *src[CLR_RAID_MAX_DISKS + 2];
         struct stripe_io s;
         struct arr_view v;
-        uint8_t *pool = pool_get(a);
+        struct arr_zone *ztok;
+        uint8_t *pool;
         bool miss = false;
 
-        if (!pool)
+        /* cluster: a check reads under PR, resync and repair write under EX */
+        rc = arr_cl_zone_enter(a, act == ARR_SYNC_CHECK ? ARR_ZONE_CHECK : ARR_ZONE_RESYNC, st, &ztok);
+        if (rc)
+            return rc;
+        pool = pool_get(a);
+        if (!pool) {
+            arr_cl_zone_exit(a, ztok);
             return -ENOMEM;
+        }
         stripe_setup(a, &s, pool, st, 0, cs);
         clr_arr_view(a, &v);
         for (unsigned i = 0; i < s.nb; i++)
@@ -497,6 +516,7 @@ static int parity_sync_unit(struct clr_array *a, struct arr_req *rq, enum arr_ac
             rc = stripe_write(a, rq, &s, &v, wr, src, 0, &whole);
     next:
         pool_put(a, pool);
+        arr_cl_zone_exit(a, ztok);
     }
     return rc;
 }
@@ -506,6 +526,7 @@ static int64_t parity_recover_unit(struct clr_array *a, struct arr_member *m, ui
 {
     uint64_t cs = a->g.chunk_sectors, st = ds / cs;
     bool wr[CLR_RAID_MAX_DISKS + 2] = { false }, whole = true;
+    struct arr_zone *ztok;
     struct stripe_io s;
     struct arr_range r;
     struct arr_view v;
@@ -515,8 +536,14 @@ static int64_t parity_recover_unit(struct clr_array *a, struct arr_member *m, ui
     if (ds % cs)
         return (int64_t)(cs - ds % cs);
     clr_arr_rl_lock(&a->rl, &r, st * cs, cs);
+    rc = arr_cl_zone_enter(a, ARR_ZONE_RESYNC, st, &ztok); /* cluster: EX, it writes */
+    if (rc) {
+        clr_arr_rl_unlock(&a->rl, &r);
+        return rc;
+    }
     pool = pool_get(a);
     if (!pool) {
+        arr_cl_zone_exit(a, ztok);
         clr_arr_rl_unlock(&a->rl, &r);
         return -ENOMEM;
     }
@@ -529,6 +556,7 @@ static int64_t parity_recover_unit(struct clr_array *a, struct arr_member *m, ui
         rc = stripe_write(a, NULL, &s, &v, wr, s.blk, 0, &whole);
     }
     pool_put(a, pool);
+    arr_cl_zone_exit(a, ztok);
     clr_arr_rl_unlock(&a->rl, &r);
     return rc ? rc : (int64_t)cs;
 }

@@ -35,6 +35,10 @@
  *  350  m->mu                 cluster/mdc.c      cl->mu (the changed() hook)
  *       (protocol state; never held across a lock request or a send)
  *  400  cl->mu                array_cluster.c    bm_lock, lock
+ *  450  zs->mu                array_zone.c       the lock service (a zone's
+ *       (RAID5/6 zone cache; waited on after    request or unlock)
+ *       the range lock, held as a sleeping
+ *       admission across member I/O)
  *  500  a->bm_lock            array_bitmap.c     lock (dropped for the flush I/O)
  *  600  a->lock               array_state.c      rl.mu, sp_lock
  *  700  rl.mu                 array_state.c      nothing (inside rl_lock/unlock)
@@ -68,6 +72,7 @@ enum clr_rank {
     CLR_RANK_CL_LOCKENT_T = 310,
     CLR_RANK_MDC = 350,
     CLR_RANK_CL = 400,
+    CLR_RANK_ZONE = 450,
     CLR_RANK_BM = 500,
     CLR_RANK_ARRAY = 600,
     CLR_RANK_RL = 700,
