@@ -1,12 +1,20 @@
 #!/bin/bash
-# A clustered RAID1 (and, from test-cluster-raid10.sh, RAID10 near2) run by
-# three engines (--lock cpg) over the same member files, on one private
-# corosync in private namespaces.  All three write disjoint regions at once
-# with known patterns; one member's nbdkit is SIGKILLed mid-write; the
+# A clustered RAID1 (and, from test-cluster-raid10.sh, RAID10 near2; from
+# test-cluster-raid5.sh and -raid6.sh, RAID5 and RAID6) run by three
+# engines (--lock cpg) over the same member files, on one private corosync
+# in private namespaces.  All three write disjoint regions at once with
+# known patterns; one member's nbdkit is SIGKILLed mid-write; the
 # survivors must take its bitmap over and resync, then read the same on
 # every block, hold every acknowledged write, and check clean; the killed
 # member rejoins.  Steady state (writes, no failure) must cost no lock
 # operation and no cluster message.  Prints the timings and a SUMMARY line.
+#
+# RAID5/6: the steady writes go to disjoint zones (after one round that
+# takes each zone's lock); the writes the victim dies in go to ONE stripe,
+# each member writing its own chunk of it, so all three rewrite the same
+# parity (stripe-zone locks, doc/cluster.md).  After the check, one member
+# device (two for RAID6) is failed and both survivors must still read the
+# same data, reconstructed.
 #
 # CLUSTER_PASSES="LEVEL:DEVICES:VICTIM ..." selects the passes (default 1:2:2).
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
@@ -36,16 +44,17 @@ span_text() {
 }
 
 pass() {
-    local level=$1 ndev=$2 victim=$3 files k s size
-    local -a legs survivors base
+    local level=$1 ndev=$2 victim=$3 files k s size parity=false chunk_kib=512 sbase
+    local -a legs survivors base kbase
     CL_NAME=c$level
+    case $level in 5 | 6) parity=true chunk_kib=1024 ;; esac
     echo
     echo "=== pass raid$level over $ndev legs, 3 members, member $victim killed"
     files=$(mkfiles "$ndev" 64M)
     read -r -a legs <<<"$files"
     # shellcheck disable=SC2086
     "$CLRAID" create --level="$level" --raid-devices="$ndev" ${CL_LAYOUT:+--layout=$CL_LAYOUT} \
-        --nodes=4 --home-cluster="$CL_CLUSTER" --name="$CL_NAME" --bitmap-chunk=512K \
+        --nodes=4 --home-cluster="$CL_CLUSTER" --name="$CL_NAME" --bitmap-chunk=512K --chunk="$chunk_kib" \
         --assume-clean $files >/dev/null || fail "create raid$level"
     for k in 1 2 3; do
         cl_start "$k" "${legs[@]}"
@@ -58,7 +67,21 @@ pass() {
     done
     size=$(cl_st 1 .size_bytes)
     [ "$size" -ge $((3 * REGION_GAP)) ] || fail "array too small: $size"
-    for k in 1 2 3; do base[k]=$(((k - 1) * REGION_GAP + 1048576)); done
+    for k in 1 2 3; do base[k]=$(((k - 1) * REGION_GAP + 1048576)); kbase[k]=${base[k]}; done
+    if $parity; then
+        # the kill phase: member k writes chunk k-1 of the stripe at 48 MiB
+        # (a multiple of every stripe here: 3 data chunks of 1 MiB)
+        [ $((CL_NB * CL_BS)) -eq $((chunk_kib * 1024)) ] || fail "CL_NB * CL_BS must be one chunk"
+        sbase=$((48 * 1048576))
+        for k in 1 2 3; do kbase[k]=$((sbase + (k - 1) * chunk_kib * 1024)); done
+        # one round first: each member's zone lock is granted, then cached
+        local wpre=()
+        for k in 1 2 3; do
+            cl_writer "$k" "${base[k]}" "$TESTDIR/pre$k.log" "$TESTDIR/nostop" 1 &
+            wpre+=($!)
+        done
+        wait "${wpre[@]}"
+    fi
 
     # --- steady state: a batch of writes from all three, no failure -----
     local -a before after wbefore
@@ -98,7 +121,7 @@ pass() {
     local stop=$TESTDIR/stop.$level wpids=()
     rm -f "$stop"
     for k in 1 2 3; do
-        cl_writer "$k" "${base[k]}" "$TESTDIR/w$level.$k.log" "$stop" &
+        cl_writer "$k" "${kbase[k]}" "$TESTDIR/w$level.$k.log" "$stop" &
         wpids+=($!)
     done
     # Kill in the middle of the victim's second round (or a later one):
@@ -209,8 +232,12 @@ pass() {
         cl_wait "$k" '.sync_action == "idle"' 60
     done
     for k in 1 2 3; do
-        cl_expect "$TESTDIR/w$level.$k.log" "$k" "${base[k]}" >"$TESTDIR/exp$level.$k"
+        cl_expect "$TESTDIR/w$level.$k.log" "$k" "${kbase[k]}" >"$TESTDIR/exp$level.$k"
         exps+=("$TESTDIR/exp$level.$k")
+        if $parity; then # the steady writes, elsewhere
+            cl_expect "$TESTDIR/steady$k.log" "$k" "${base[k]}" >"$TESTDIR/exps$level.$k"
+            exps+=("$TESTDIR/exps$level.$k")
+        fi
     done
     cl_build_expected "$size" "$TESTDIR/expected" "${exps[@]}"
     for k in "${survivors[@]}"; do
@@ -236,6 +263,36 @@ pass() {
         echo "member $k: check: $mm mismatches"
         [ "$mm" = 0 ] || fail "member $k: check found $mm mismatches"
     done
+    if $parity; then
+        for k in "${survivors[@]}"; do
+            echo "member $k zone locks: $(cl_st "$k" '.cluster.zones | "\(.requests) requests, \(.grants) grants (\(.suspect_grants) with a not-valid LVB), \(.blocking_callbacks) blocking callbacks, \(.releases) releases, grant mean \(.grant_ms_mean) ms max \(.grant_ms_max) ms, longest admission wait \(.wait_ms_max) ms"')"
+        done
+        # members lost after the crash: the data still reads back, the
+        # same on both survivors (degraded reads, under PR of each zone)
+        local nfail=$((level - 4)) d dsum
+        for d in $(seq 1 "$nfail"); do
+            cl_cli "${survivors[0]}" fail "$CL_NAME" "${legs[d]}" >/dev/null || fail "clraid fail ${legs[d]}"
+        done
+        for k in "${survivors[@]}"; do
+            cl_wait "$k" "[.devices[] | select(.state == \"faulty\")] | length == $nfail" 30
+            dsum=$(timeout "$T" nbdcopy "$(cl_uri "$k")" - | sha256sum | cut -c1-16)
+            echo "member $k with $nfail member(s) failed reads sha256 $dsum..."
+            [ "$dsum" = "${sums[s]}" ] || fail "member $k reads other data with $nfail member(s) failed"
+        done
+        echo "ok: $nfail member(s) failed: both survivors still read every block as before"
+        # they come back (bitmap re-add) before the victim rejoins
+        for d in $(seq 1 "$nfail"); do
+            cl_cli "${survivors[0]}" remove "$CL_NAME" "${legs[d]}" >/dev/null || fail "clraid remove ${legs[d]}"
+            cl_cli "${survivors[0]}" re-add "$CL_NAME" "${legs[d]}" >/dev/null || fail "clraid re-add ${legs[d]}"
+        done
+        for k in "${survivors[@]}"; do
+            cl_wait "$k" '([.devices[] | select(.state == "in_sync")] | length) == '"$ndev"' and .sync_action == "idle"' 120
+        done
+        cl_cli "${survivors[1]}" check "$CL_NAME" --wait >/dev/null || fail "check after the re-add"
+        mm=$(cl_st "${survivors[1]}" .last_check.mismatches)
+        echo "member ${survivors[1]}: re-added member(s) rebuilt, check: $mm mismatches"
+        [ "$mm" = 0 ] || fail "check after the re-add found $mm mismatches"
+    fi
 
     # --- the killed member rejoins ---------------------------------------
     local t_re
