@@ -143,6 +143,13 @@ static int admit(struct clr_array *a, struct arr_range *r, uint64_t ss, uint64_t
     return 0;
 }
 
+/* The stripe a RAID5/6 write's zone lock is taken for: its first (sync
+ * sectors are stripe rows there).  Mirrors have no zones (nor chunks). */
+static uint64_t zone_stripe(const struct clr_array *a, uint64_t ss)
+{
+    return a->zone_stripes ? ss / a->g.chunk_sectors : 0;
+}
+
 /* Frozen: wait for the thaw without holding the range, or another node's
  * RESYNCING over it would hang in our drain (and with it every broadcast
  * in the cluster); then take the range again.  @return 0 with the range
@@ -159,7 +166,7 @@ static int thaw_and_readmit(struct clr_array *a, struct arr_range *r, uint64_t s
     rc = clr_arr_wait_thaw(a);
     if (rc == 0 && admit(a, r, ss, sn))
         rc = -ESHUTDOWN;
-    if (rc == 0 && (rc = arr_cl_zone_enter(a, ARR_ZONE_WRITE, ss / a->g.chunk_sectors, ztok)) != 0)
+    if (rc == 0 && (rc = arr_cl_zone_enter(a, ARR_ZONE_WRITE, zone_stripe(a, ss), ztok)) != 0)
         clr_arr_rl_unlock(&a->rl, r);
     return rc;
 }
@@ -250,7 +257,7 @@ static int locked_write(struct clr_array *a, const void *buf, uint64_t count, ui
     }
     /* after the range and the cluster's window: a write never holds its
      * zone while it waits for a remote resync (doc/architecture.md §7) */
-    rc = arr_cl_zone_enter(a, ARR_ZONE_WRITE, ss / a->g.chunk_sectors, &ztok);
+    rc = arr_cl_zone_enter(a, ARR_ZONE_WRITE, zone_stripe(a, ss), &ztok);
     if (rc) {
         clr_arr_rl_unlock(&a->rl, &r);
         clr_arr_req_end(a, rq);
