@@ -12,6 +12,10 @@
 # dirty.  It shows `clraid status` along the way, checks the mirror, lets
 # the killed member rejoin, prints the timings and removes everything.
 #
+# DEMO_LEVEL=6 runs the same on a RAID6 over six files (stripe-zone locks
+# between the members), and after the takeover fails two of its disks:
+# both survivors still read the same data.
+#
 # The single-node RAID6 demo is scripts/demo-raid6.sh.
 set -euo pipefail
 export LC_ALL=C
@@ -43,6 +47,8 @@ dir=$(mktemp -d "${TMPDIR:-/var/tmp}/clraid-demo.XXXXXX")
 cd "$dir"   # the commands shown use paths relative to it
 NAME=vmstore
 NODES=(node-a node-b node-c)
+LEVEL=${DEMO_LEVEL:-1}
+case $LEVEL in 1 | 6) ;; *) die "DEMO_LEVEL must be 1 or 6" ;; esac
 COROSYNC_PID=""
 writers=()
 cleanup() {
@@ -143,12 +149,21 @@ corosync-quorumtool -s | grep -E 'Quorate|Nodes:' | sed 's/^/     /'
 say "The three members below are three processes of this one corosync node;"
 say "on a real cluster each runs on its own host, with the same commands."
 
-step "clraid create: a RAID1 over two 1 GiB sparse files, bitmap slots for 4 nodes"
-disks=(disk0 disk1)
-truncate -s 1G "${disks[@]}"
-run "$CLRAID" create --level=1 --raid-devices=2 --nodes=4 --home-cluster=clraid-demo \
-    --name="$NAME" --bitmap-chunk=4M --assume-clean "${disks[@]}"
-say "(--assume-clean: the blank files are already identical, no initial resync)"
+if [ "$LEVEL" = 6 ]; then
+    step "clraid create: a RAID6 over six 256 MiB sparse files, bitmap slots for 4 nodes"
+    disks=(disk0 disk1 disk2 disk3 disk4 disk5)
+    truncate -s 256M "${disks[@]}"
+    run "$CLRAID" create --level=6 --raid-devices=6 --chunk=256 --nodes=4 --home-cluster=clraid-demo \
+        --name="$NAME" --bitmap-chunk=4M --assume-clean "${disks[@]}"
+    say "(--assume-clean: blank files, zero data and zero parity agree: no initial resync)"
+else
+    step "clraid create: a RAID1 over two 1 GiB sparse files, bitmap slots for 4 nodes"
+    disks=(disk0 disk1)
+    truncate -s 1G "${disks[@]}"
+    run "$CLRAID" create --level=1 --raid-devices=2 --nodes=4 --home-cluster=clraid-demo \
+        --name="$NAME" --bitmap-chunk=4M --assume-clean "${disks[@]}"
+    say "(--assume-clean: the blank files are already identical, no initial resync)"
+fi
 
 step "Start three members: clraid start $NAME --lock cpg --run-dir DIR (one per node)"
 for n in "${NODES[@]}"; do
@@ -162,9 +177,20 @@ for n in "${NODES[@]}"; do say "$(view "$n")"; done
 
 step "All three write at once, each to its own 32 MiB region (qemu-io over NBD)"
 declare -A before
+pat=(0xaa 0xbb 0xcc)
+if [ "$LEVEL" = 6 ]; then
+    say "RAID6: a write takes the lock of its stripes' zone (EX) the first time; a first"
+    say "pass over each region takes them, and the members keep them cached:"
+    for i in 0 1 2; do
+        qemu-io -f raw "$(uri "${NODES[i]}")" -c "write -P 0 $((i * 32))M 32M" >/dev/null 2>&1 ||
+            die "first pass through ${NODES[i]} failed"
+    done
+    for n in "${NODES[@]}"; do
+        say "$n: $(js "$n" '.cluster.zones | "\(.held_ex) zone locks held EX (\(.stripes_per_zone) stripes each), \(.requests) requests"')"
+    done
+fi
 for n in "${NODES[@]}"; do before[$n]=$(js "$n" '"\(.counters.lock_ops) \(.counters.messages)"'); done
 pids=()
-pat=(0xaa 0xbb 0xcc)
 for i in 0 1 2; do
     say "${NODES[i]} writes byte ${pat[i]} at $((i * 32)) MiB .. $((i * 32 + 32)) MiB"
     qemu-io -f raw "$(uri "${NODES[i]}")" -c "write -P ${pat[i]} $((i * 32))M 32M" >"$dir/w$i.out" 2>&1 &
@@ -186,7 +212,13 @@ for n in "${NODES[@]}"; do
     [ "$after" = "${before[$n]}" ] || steady=no
     say "$n: lock operations, cluster messages: before [${before[$n]}], after [$after]"
 done
-[ $steady = yes ] && say "=> ordinary writes cost no lock operation and no cluster message (per-node bitmaps)"
+if [ $steady = yes ]; then
+    if [ "$LEVEL" = 6 ]; then
+        say "=> writes to zones a member holds cost no lock operation and no cluster message"
+    else
+        say "=> ordinary writes cost no lock operation and no cluster message (per-node bitmaps)"
+    fi
+fi
 
 step "node-c dies (SIGKILL of its engine) while node-a and node-c are writing"
 loop_writer() {   # NODE BYTE OFFSET-MiB STRIDE-KiB: 64 writes of 64 KiB, again and again
@@ -196,7 +228,11 @@ loop_writer() {   # NODE BYTE OFFSET-MiB STRIDE-KiB: 64 writes of 64 KiB, again 
 }
 loop_writer node-a 0xa1 0 64 & writers+=($!)
 say "node-a rewrites 4 MiB at 0; node-c scatters 64 KiB writes over 256 MiB from 256 MiB,"
-say "one per 4 MiB bitmap chunk: node-c's bitmap gets 64 dirty chunks"
+if [ "$LEVEL" = 6 ]; then
+    say "one per 4 MiB: a bitmap chunk covers 4 MiB of each member, 16 MiB of data here"
+else
+    say "one per 4 MiB bitmap chunk: node-c's bitmap gets 64 dirty chunks"
+fi
 loop_writer node-c 0xc1 256 4096 & writers+=($!)
 sleep 1
 victim_pid=$(cat "$dir/node-c/$NAME.pid")
@@ -254,6 +290,32 @@ done
 run "$CLRAID" check "$NAME" --wait --run-dir node-a
 mism=$(js node-a .last_check.mismatches)
 say "check: $mism mismatches"
+lost=""
+if [ "$LEVEL" = 6 ]; then
+    step "Two disks fail: both survivors still read every block (reconstructed from P and Q)"
+    run "$CLRAID" fail "$NAME" disk1 --run-dir node-a
+    run "$CLRAID" fail "$NAME" disk4 --run-dir node-a
+    for n in node-a node-b; do
+        wait_for "$n" '([.devices[] | select(.state == "faulty")] | length) == 2' "two faulty disks"
+    done
+    for n in node-a node-b; do
+        sum=$(nbdcopy "$(uri "$n")" - | sha256sum | cut -c1-16)
+        say "$n, two disks gone, reads sha256 $sum..."
+        [ "$sum" = "$sum_node_a" ] || die "$n reads other data with two disks gone"
+    done
+    say "=> the same data as before the disks failed, on both survivors"
+    lost="; two disks failed afterwards: same data on both"
+    step "The two disks come back: remove, re-add (resync from the bitmaps)"
+    for d in disk1 disk4; do
+        run "$CLRAID" remove "$NAME" "$d" --run-dir node-a
+        run "$CLRAID" re-add "$NAME" "$d" --run-dir node-a
+    done
+    for n in node-a node-b; do
+        wait_for "$n" '([.devices[] | select(.state == "in_sync")] | length) == 6 and .sync_action == "idle"' "the re-adds"
+    done
+    run "$CLRAID" check "$NAME" --wait --run-dir node-b
+    say "check: $(js node-b .last_check.mismatches) mismatches"
+fi
 
 step "node-c restarts and rejoins"
 t_re=$(now_ms)
@@ -264,13 +326,13 @@ t_re=$(($(now_ms) - t_re))
 for n in "${NODES[@]}"; do say "$(view "$n")"; done
 
 step "Summary"
-say "three members over one RAID1; node-c killed with SIGKILL mid-write"
+say "three members over one RAID$LEVEL; node-c killed with SIGKILL mid-write"
 say "kill -> takeover of node-c's bitmap:   $x_take ms"
 say "kill -> read balancing restored:       $x_rb ms (on both survivors)"
 say "kill -> resync done:                   $x_sync ms"
 say "(stamped by the engines; polling clraid status saw them by $t_take, $t_rb and"
 say " $t_sync ms: a status call takes tens of ms, the first poll answered at $first ms)"
 say "dirty in node-c's bitmap: $(mib "$dirty") ($chunks chunks); resynced: $(mib "$resynced") of $(mib "$(js node-a .size_bytes)")"
-say "survivors identical: yes; check: $mism mismatches; node-c rejoined in $t_re ms"
+say "survivors identical: yes; check: $mism mismatches$lost; node-c rejoined in $t_re ms"
 say "steady-state writes without cluster traffic: $steady"
 step "Stopping the members and corosync, removing $dir"

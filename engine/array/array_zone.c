@@ -517,6 +517,7 @@ void clr_arr_zones_status(struct arr_zones *zs, json_object *c, uint64_t *lock_o
     json_object_object_add(z, "wait_ms_max", json_object_new_int64((int64_t)zs->wait_ms_max));
     json_object_object_add(z, "grant_ms_mean",
                            json_object_new_int64(zs->grants ? (int64_t)(zs->grant_ms_sum / zs->grants) : 0));
+    json_object_object_add(z, "grant_ms_total", json_object_new_int64((int64_t)zs->grant_ms_sum));
     json_object_object_add(z, "grant_ms_max", json_object_new_int64((int64_t)zs->grant_ms_max));
     json_object_object_add(z, "parity_log", json_object_new_string("not written yet (bitmap resync only)"));
     *lock_ops = zs->requests + zs->unlocks;
