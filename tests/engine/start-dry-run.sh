@@ -43,6 +43,12 @@ truncate -s 16M "$TESTDIR/a0" "$TESTDIR/a1" "$TESTDIR/p0" "$TESTDIR/p1" "$TESTDI
 "$CLRAID" create --level=1 --raid-devices=2 --nodes=1 --assume-clean \
     "$TESTDIR/o0" "$TESTDIR/o1" >/dev/null || fail "create o"
 A="$TESTDIR/a0 $TESTDIR/a1" P="$TESTDIR/p0 $TESTDIR/p1 $TESTDIR/p2"
+F="$TESTDIR/f0 $TESTDIR/f1 $TESTDIR/f2 $TESTDIR/f3"
+# shellcheck disable=SC2086
+truncate -s 16M $F
+# shellcheck disable=SC2086
+"$CLRAID" create --level=10 --layout=f2 --raid-devices=4 --nodes=2 --home-cluster=c --assume-clean \
+    $F >/dev/null || fail "create f"
 ALL="$A $P $TESTDIR/z $TESTDIR/o0 $TESTDIR/o1"
 
 echo "--- good members"
@@ -55,6 +61,8 @@ dry 0 "raid1, lock dlm" a $A --lock dlm
 dry 0 "raid1, one member: degraded" a "$TESTDIR/a0"
 grep -q "1 of 2 members in sync: degraded" "$TESTDIR/out" || fail "no degraded: $(cat "$TESTDIR/out")"
 dry 0 "raid5, lock local" p $P
+dry 0 "raid5, lock cpg (stripe-zone locks)" p $P --lock cpg
+dry 0 "raid5, lock dlm" p $P --lock dlm
 
 echo "--- bad input"
 dry 3 "a missing path" a "$TESTDIR/a0" "$TESTDIR/nope"
@@ -63,9 +71,9 @@ dry 3 "a zeroed device" a "$TESTDIR/a0" "$TESTDIR/z"
 grep -q "z: not a usable md member" "$TESTDIR/err" || fail "message"
 dry 3 "a member of another array" a "$TESTDIR/a0" "$TESTDIR/o1"
 grep -q "o1: belongs to another array" "$TESTDIR/err" || fail "message"
-dry 2 "clustered raid5 (cpg)" p $P --lock cpg
-grep -q "clustered RAID5/6 needs the stripe-lock protocol" "$TESTDIR/err" || fail "message"
-dry 2 "clustered raid5 (dlm)" p $P --lock dlm
+dry 2 "clustered raid10 f2 (cpg)" f $F --lock cpg
+grep -q "is RAID10 with a far/offset layout: it cannot run clustered" "$TESTDIR/err" || fail "message"
+dry 2 "clustered raid10 f2 (dlm)" f $F --lock dlm
 dry 2 "a bad lock" a $A --lock zk
 dry 2 "a bad option, before --dry-run counts too" a $A --bitmap=sometimes
 dry 2 "a bad name" ../x "$TESTDIR/a0"
@@ -86,7 +94,7 @@ dry 2 "a bad name" ../x "$TESTDIR/a0"
 )
 
 # Each refusal is the line start prints, and start exits 1 on it.
-for c in "a $TESTDIR/a0 $TESTDIR/o1" "p $P --lock cpg" "a $TESTDIR/a0 $TESTDIR/nope"; do
+for c in "a $TESTDIR/a0 $TESTDIR/o1" "f $F --lock cpg" "a $TESTDIR/a0 $TESTDIR/nope"; do
     "$CLRAID" start --dry-run $c --run-dir "$D" 2>"$TESTDIR/dry.err" || :
     expect_refusal "start $c" "$CLRAID" start $c --run-dir "$D"
     cmp -s "$TESTDIR/dry.err" "$TESTDIR/err" || fail "dry run '$(cat "$TESTDIR/dry.err")', start '$(cat "$TESTDIR/err")'"

@@ -83,11 +83,13 @@ Z="$TESTDIR/zeroed" && truncate -s 64M "$Z"
 sums_before=$(sha256sum $DEVS $R5 "$Z")
 OCF_RESKEY_name=r5 OCF_RESKEY_devices="$R5" expect_rc 0 "RAID5, lock=local, no clone" validate-all
 OCF_RESKEY_name=r5 OCF_RESKEY_devices="$R5" OCF_RESKEY_lock=cpg OCF_RESKEY_CRM_meta_clone_max=2 \
-	expect_rc 6 "RAID5 in a cpg clone of 2" validate-all
-expect_reason "clraid start: 'r5' is raid5: clustered RAID5/6 needs the stripe-lock protocol"
+	expect_rc 0 "RAID5 in a cpg clone of 2 (stripe-zone locks)" validate-all
 OCF_RESKEY_name=r5 OCF_RESKEY_devices="$R5" OCF_RESKEY_lock=dlm OCF_RESKEY_CRM_meta_clone_max=2 \
-	expect_rc 6 "RAID5 in a dlm clone of 2" validate-all
-expect_reason "clustered RAID5/6 needs the stripe-lock protocol"
+	expect_rc 0 "RAID5 in a dlm clone of 2" validate-all
+F2V=$(make_array f2v 10 4 --layout=f2 --nodes=4 --home-cluster=c)
+OCF_RESKEY_name=f2v OCF_RESKEY_devices="$F2V" OCF_RESKEY_lock=cpg OCF_RESKEY_CRM_meta_clone_max=2 \
+	expect_rc 6 "RAID10 far=2 in a cpg clone of 2" validate-all
+expect_reason "clraid start: 'f2v' is RAID10 with a far/offset layout: it cannot run clustered"
 # The dry run joins no lockspace: no DLM needed to validate (start needs one).
 OCF_RESKEY_lock=dlm OCF_RESKEY_CRM_meta_clone_max=2 expect_rc 0 "RAID1 in a dlm clone of 2" validate-all
 OCF_RESKEY_lock=cpg OCF_RESKEY_CRM_meta_clone_max=2 expect_rc 0 "RAID1 in a cpg clone of 2" validate-all
@@ -152,9 +154,8 @@ echo "--- start refusals (cluster properties from a CIB file)"
 	OCF_RESKEY_name=n2 OCF_RESKEY_devices="$N2" expect_rc 0 "RAID10 near=2 in a clone of 2" start
 	OCF_RESKEY_name=n2 expect_rc 0 "stop" stop
 	R6=$(make_array r6 6 4 --nodes=4 --home-cluster=c)
-	OCF_RESKEY_name=r6 OCF_RESKEY_devices="$R6" expect_rc 6 "RAID6 in a clone of 2 (the engine refuses it)" start
-	expect_reason "clraid start: 'r6' is raid6: clustered RAID5/6 needs the stripe-lock protocol"
-	[ ! -e "$RUN/r6.pid" ] || fail "an engine started"
+	OCF_RESKEY_name=r6 OCF_RESKEY_devices="$R6" expect_rc 0 "RAID6 in a clone of 2 (stripe-zone locks)" start
+	OCF_RESKEY_name=r6 expect_rc 0 "stop" stop
 	OCF_RESKEY_name=r6 OCF_RESKEY_devices="$R6" OCF_RESKEY_lock=local OCF_RESKEY_CRM_meta_clone_max=1 \
 		expect_rc 0 "RAID6 on one node" start
 	OCF_RESKEY_name=r6 expect_rc 0 "stop" stop
