@@ -10,6 +10,12 @@
 # mismatches, and the powered-off node boots again and rejoins.  Before
 # the failure, a round of writes from all three must cost no lock
 # operation and no cluster message (steady state).
+# DLM_LEVEL=5 (tests/uml/dlm-cluster-raid5.sh) runs the same on a RAID5
+# over four members, under stripe-zone locks in the kernel DLM: a first
+# round takes each node's zone locks before the steady round, the check
+# after the power-off must be granted the victim's zones with the DLM's
+# not-valid LVB mark, and the kernel's own check is left out (Linux refuses
+# a clustered RAID5, tests/uml/kernel-raid56-refusal.sh).
 # SKIPs where User-Mode Linux cannot run.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 set -u
@@ -33,13 +39,20 @@ PLUGIN=$top_builddir/.libs/nbdkit-clraid-plugin.so
 uml_init
 W=$UML_DIR
 export UML_CLUSTER=clraiddlm
-NAME=dlmr1
+LEVEL=${DLM_LEVEL:-1}
+NAME=dlmr$LEVEL
 GAP=$((8 << 20))
 uml_net n1 n2 n3
 
-truncate -s 32M "$TESTDIR/a.img" "$TESTDIR/b.img"
-"$CLRAID" create --level=1 --raid-devices=2 --nodes=3 --home-cluster="$UML_CLUSTER" \
-    --name="$NAME" --bitmap-chunk=512K --assume-clean "$TESTDIR/a.img" "$TESTDIR/b.img" >/dev/null ||
+if [ "$LEVEL" = 5 ]; then
+    IMGS=("$TESTDIR/a.img" "$TESTDIR/b.img" "$TESTDIR/c.img" "$TESTDIR/d.img")
+else
+    IMGS=("$TESTDIR/a.img" "$TESTDIR/b.img")
+fi
+NDEV=${#IMGS[@]}
+truncate -s 32M "${IMGS[@]}"
+"$CLRAID" create --level="$LEVEL" --raid-devices="$NDEV" --nodes=3 --home-cluster="$UML_CLUSTER" \
+    --name="$NAME" --bitmap-chunk=512K --assume-clean "${IMGS[@]}" >/dev/null ||
     fail "clraid create"
 cat >"$W/env" <<E
 CLRAID=$CLRAID
@@ -50,6 +63,8 @@ top_builddir=$top_builddir
 NAME=$NAME
 GAP=$GAP
 CL_NB=$CL_NB
+LEVEL=$LEVEL
+NDEV=$NDEV
 E
 
 # ---- inside each node (bash) --------------------------------------------
@@ -68,9 +83,11 @@ cstart() {
     local t0
     guest_corosync
     guest_dlm
+    local devs=() i
+    for ((i = 0; i < NDEV; i++)); do devs+=("$(ubd $i)"); done
     mkdir -p "$RUN"
     t0=$(now_ms)
-    "$CLRAID" start "$NAME" "$(ubd 0)" "$(ubd 1)" --lock dlm --run-dir "$RUN" >"$W/$NODE.start.out" 2>&1 ||
+    "$CLRAID" start "$NAME" "${devs[@]}" --lock dlm --run-dir "$RUN" >"$W/$NODE.start.out" 2>&1 ||
         { cat "$W/$NODE.start.out"; tail -n 20 "$RUN/$NAME.log"; gfail "clraid start --lock dlm"; }
     r start_ms $(($(now_ms) - t0))
     wait_s 60 stw '.cluster.slot != null' || gfail "no slot"
@@ -101,6 +118,12 @@ keeplog fail
 touch "$W/$NODE.ready"
 wait_s 60 sh -c '[ "$(ls "$0"/n?.ready | wc -l)" = 3 ]' "$W" || gfail "not all 3 ready"
 
+# RAID5: a first round takes this node's zone locks (EX), kept cached
+if [ "$LEVEL" = 5 ]; then
+    cl_writer "$k" "$base" /run/pre.log "$W/nostop" 1
+    grep -q "$CL_FAILED" /run/pre.log && { cat /run/pre.log; gfail "first writes failed"; }
+    r zones_first "$(st '.cluster.zones | tojson')"
+fi
 # steady state: one round of writes from all three; no lock operation and
 # no cluster message may come of it (read once all three are done)
 steady_before=$(st '"\(.counters.lock_ops) \(.counters.messages)"')
@@ -170,6 +193,7 @@ if [ "$NODE" = n1 ]; then
     sync
     "$CLRAID" check "$NAME" --wait --run-dir "$RUN" >/dev/null || gfail "check"
     r mismatches "$(st .last_check.mismatches)"
+    [ "$LEVEL" = 5 ] && r zones_checked "$(st '.cluster.zones | tojson')"
     touch "$W/checked"
     r t_checked "$(now_ms)"
 fi
@@ -217,7 +241,7 @@ dump_nodes() {
 }
 cleanup_fn dump_nodes
 t0=$(now_ms)
-for n in n1 n2 n3; do uml_start "$n" "$W/node.sh" "$TESTDIR/a.img" "$TESTDIR/b.img"; done
+for n in n1 n2 n3; do uml_start "$n" "$W/node.sh" "${IMGS[@]}"; done
 uml_wait_line n2 '^R victim_writing' 100
 t_kill=$(now_ms)
 uml_kill n2
@@ -241,7 +265,7 @@ while [ ! -e "$W/checked" ]; do
     [ $(($(now_ms) - t_kill)) -lt 240000 ] || { uml_console_tail n1; uml_console_tail n3; fail "no recovery + check in 240 s"; }
     sleep 0.2
 done
-uml_start n2 "$W/rejoin.sh" "$TESTDIR/a.img" "$TESTDIR/b.img"
+uml_start n2 "$W/rejoin.sh" "${IMGS[@]}"
 rc=0
 for n in n1 n3 n2; do
     uml_wait "$n" 240 || { rc=$?; uml_console_tail "$n"; tail -n 30 "$W/$n".*.engine.log 2>/dev/null; fail "$n: exit $rc"; }
@@ -254,8 +278,9 @@ echo "n1 checked $(($(uml_r n1 t_checked) - t_kill)) ms after the kill"
 for n in n1 n3 n2; do echo "--- $n:"; uml_results "$n" | sed 's/^/  /'; done
 
 # the kernel's own check of what the three engines left: one node alone,
-# kernel md-cluster over its own one-node corosync and the DLM
-cat >"$W/mdcheck.sh" <<'G'
+# kernel md-cluster over its own one-node corosync and the DLM (RAID1; a
+# clustered RAID5 the kernel refuses)
+[ "$LEVEL" = 1 ] && cat >"$W/mdcheck.sh" <<'G'
 . "$UML_LIB/guest-functions.sh"
 CLUSTER=clraiddlm; UML_NODES=n1:127.0.0.1; NODE=n1
 guest_corosync
@@ -270,9 +295,11 @@ r md_last_action "$(cat /sys/block/md0/md/last_sync_action)"
 r md_level "$(cat /sys/block/md0/md/level) $(sed -n 's/^md0 : //p' /proc/mdstat)"
 mdadm --stop /dev/md0 >/dev/null 2>&1
 G
-uml_run mdcheck "$W/mdcheck.sh" "$TESTDIR/a.img" "$TESTDIR/b.img" ||
-    { uml_console_tail mdcheck; fail "kernel md check: exit $?"; }
-echo "kernel md-cluster (one node) assembled it: $(uml_r mdcheck md_level); check: mismatch_cnt $(uml_r mdcheck md_mismatch_cnt)"
+if [ "$LEVEL" = 1 ]; then
+    uml_run mdcheck "$W/mdcheck.sh" "${IMGS[@]}" ||
+        { uml_console_tail mdcheck; fail "kernel md check: exit $?"; }
+    echo "kernel md-cluster (one node) assembled it: $(uml_r mdcheck md_level); check: mismatch_cnt $(uml_r mdcheck md_mismatch_cnt)"
+fi
 
 taker=""
 for n in n1 n3; do [ -n "$(uml_r $n takeover)" ] && taker=$n; done
@@ -355,11 +382,20 @@ cl_verify "$W/img" "$TESTDIR/expected" "${exps[@]}" || fail "data differs from t
 echo "ok: every block holds its last acknowledged write (victim's in-flight block: old or new)"
 [ "$(uml_r n1 mismatches)" = 0 ] || fail "check: $(uml_r n1 mismatches) mismatches"
 echo "ok: clraid check (cluster, on n1): 0 mismatches"
-[ "$(uml_r mdcheck md_last_action)" = check ] || fail "kernel md: last_sync_action $(uml_r mdcheck md_last_action), not check"
-[ "$(uml_r mdcheck md_mismatch_cnt)" = 0 ] || fail "kernel md check after the run: mismatch_cnt $(uml_r mdcheck md_mismatch_cnt)"
-echo "ok: kernel md check after the run: mismatch_cnt 0"
+if [ "$LEVEL" = 1 ]; then
+    [ "$(uml_r mdcheck md_last_action)" = check ] || fail "kernel md: last_sync_action $(uml_r mdcheck md_last_action), not check"
+    [ "$(uml_r mdcheck md_mismatch_cnt)" = 0 ] || fail "kernel md check after the run: mismatch_cnt $(uml_r mdcheck md_mismatch_cnt)"
+    echo "ok: kernel md check after the run: mismatch_cnt 0"
+else
+    for n in n1 n2 n3; do echo "$n zone locks after its first round: $(uml_r $n zones_first)"; done
+    zc=$(uml_r n1 zones_checked)
+    echo "n1 zone locks after its check: $zc"
+    [ "$(jq -r .suspect_grants <<<"$zc")" -ge 1 ] ||
+        fail "n1's check was never granted a zone with the DLM's not-valid LVB mark (the victim held its zones EX)"
+    echo "ok: the DLM marked the powered-off node's zones not valid: n1's check was granted $(jq -r .suspect_grants <<<"$zc") of them so marked"
+fi
 [ "$(uml_r n2 members_after_rejoin)" = 3 ] || [ "$(uml_r n1 members_after_rejoin)" = 3 ] || fail "members after the rejoin"
 echo "ok: n2 rejoined in $(uml_r n2 rejoin_ms) ms as slot $(uml_r n2 slot)"
 for n in n1 n2 n3; do [ "$(uml_r $n stopped)" = 1 ] || fail "$n did not stop cleanly"; done
-echo "SUMMARY: dlm raid1 3 UML nodes: kill->takeover $x_take ms, ->resync done $x_sync ms; survivors and rejoined node identical; check 0 mismatches"
-echo "PASS: clustered RAID1 on the kernel DLM"
+echo "SUMMARY: dlm raid$LEVEL 3 UML nodes: kill->takeover $x_take ms, ->resync done $x_sync ms; survivors and rejoined node identical; check 0 mismatches"
+echo "PASS: clustered RAID$LEVEL on the kernel DLM"

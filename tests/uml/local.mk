@@ -4,6 +4,7 @@
 UML_TESTS = \
 	tests/uml/kernel-md-assemble.sh \
 	tests/uml/dlm-cluster.sh \
+	tests/uml/dlm-cluster-raid5.sh \
 	tests/uml/md-cluster-interop.sh \
 	tests/uml/dlm-lock-service.sh \
 	tests/uml/dlm-mdcluster-refusal.sh \
@@ -23,9 +24,10 @@ EXTRA_DIST += tests/uml/uml-functions.sh tests/uml/uml-init.sh tests/uml/guest-f
 AUTOMAKE_OPTIONS = -Wno-portability
 UML_LOGS = $(filter $(UML_TESTS:.sh=.log),$(TEST_LOGS))
 tests/uml/dlm-cluster.log: $(filter tests/uml/kernel-md-assemble.log,$(UML_LOGS))
-tests/uml/md-cluster-interop.log: $(filter tests/uml/kernel-md-assemble.log tests/uml/dlm-cluster.log,$(UML_LOGS))
-tests/uml/dlm-lock-service.log: $(filter tests/uml/kernel-md-assemble.log tests/uml/dlm-cluster.log tests/uml/md-cluster-interop.log,$(UML_LOGS))
-tests/uml/kernel-raid56-refusal.log: $(filter tests/uml/kernel-md-assemble.log tests/uml/dlm-cluster.log tests/uml/md-cluster-interop.log tests/uml/dlm-lock-service.log,$(UML_LOGS))
+tests/uml/dlm-cluster-raid5.log: $(filter tests/uml/kernel-md-assemble.log tests/uml/dlm-cluster.log,$(UML_LOGS))
+tests/uml/md-cluster-interop.log: $(filter tests/uml/kernel-md-assemble.log tests/uml/dlm-cluster.log tests/uml/dlm-cluster-raid5.log,$(UML_LOGS))
+tests/uml/dlm-lock-service.log: $(filter tests/uml/kernel-md-assemble.log tests/uml/dlm-cluster.log tests/uml/dlm-cluster-raid5.log tests/uml/md-cluster-interop.log,$(UML_LOGS))
+tests/uml/kernel-raid56-refusal.log: $(filter tests/uml/kernel-md-assemble.log tests/uml/dlm-cluster.log tests/uml/dlm-cluster-raid5.log tests/uml/md-cluster-interop.log tests/uml/dlm-lock-service.log,$(UML_LOGS))
 tests/uml/dlm-mdcluster-refusal.log: $(filter-out tests/uml/dlm-mdcluster-refusal.log tests/uml/uml-harness.log,$(UML_LOGS))
 tests/uml/uml-harness.log: $(filter-out tests/uml/uml-harness.log,$(UML_LOGS))
 # uml_xstate.so: preloaded into UML only on hosts whose XSAVE area (AMX)
