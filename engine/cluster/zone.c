@@ -65,7 +65,7 @@ int clr_zone_need(enum clr_zone_op op)
     case CLR_ZONE_OP_READ_DEGRADED:
         return CLR_ZONE_FAULT(CLR_ZONE_FAULT_DEGRADED_NO_LOCK) ? CLR_ZONE_IV : CLR_ZONE_PR;
     case CLR_ZONE_OP_CHECK:
-        return CLR_ZONE_PR;
+        return CLR_ZONE_FAULT(CLR_ZONE_FAULT_CHECK_NO_LOCK) ? CLR_ZONE_IV : CLR_ZONE_PR;
     case CLR_ZONE_OP_WRITE:
     case CLR_ZONE_OP_RESYNC:
         return CLR_ZONE_FAULT(CLR_ZONE_FAULT_NO_EX_WRITE) ? CLR_ZONE_PR : CLR_ZONE_EX;

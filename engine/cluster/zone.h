@@ -281,6 +281,8 @@ enum clr_zone_fault {
                                        *   durable */
     CLR_ZONE_FAULT_RECOVER_TWICE,    /**< a recoverer replays a slot
                                        *   another already replayed */
+    CLR_ZONE_FAULT_CHECK_NO_LOCK,    /**< a check compares parity with
+                                       *   no lock */
 };
 
 #ifdef CLR_ZONE_FAULTS

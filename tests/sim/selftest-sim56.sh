@@ -6,7 +6,7 @@ set -e
 sim="${top_builddir:-.}/tests/sim/sim56"
 
 for bug in no-retire suspect-ok degraded-no-lock undrained torn-pick retire-early early-join \
-	   no-ex-write data-before-log recover-twice; do
+	   no-ex-write data-before-log recover-twice check-no-lock; do
 	"$sim" --seeds 1-1000 --inject-bug "$bug" --expect-fail
 done
 # RAID6 only: Q left stale by a replay

@@ -165,6 +165,7 @@ enum op_type {
     OP_NONE,
     OP_WRITE,
     OP_READ,
+    OP_CHECK,
     OP_RECOVER
 };
 
@@ -245,8 +246,8 @@ static struct {
     uint64_t next_inc;
     const char *fail;
     /* counts */
-    unsigned writes, reads, dreads, crashes, fences, replays, entries_replayed, lost, torn, failures, bast,
-        retires, lock_req, restarts;
+    unsigned writes, reads, dreads, checks, crashes, fences, replays, entries_replayed, lost, torn, failures,
+        bast, retires, lock_req, restarts;
     unsigned late_writes, late_lock_req; /* after the first tenth of the steps */
 } S;
 
@@ -924,6 +925,40 @@ static void op_read(struct node *n, int opi)
     o->type = OP_NONE;
 }
 
+/* A check (scrub) of one stripe, as the engine's sync unit does it: PR of
+ * the zone (or our EX), the node's stripe lock, read every member.  With
+ * all of the stripe's members present, P (and Q) must agree with the
+ * data: no node writes the zone while we hold it, and a zone a dead node
+ * wrote is not used before its log is replayed (CHECK). */
+static void op_check(struct node *n, int opi)
+{
+    struct op *o = &n->ops[opi];
+    int s = o->stripe, z = zone_of(s);
+    bool all = true;
+    val_t d[MAXM];
+
+    if (o->state == 0) {
+        if (!zone_admit(n, z, CLR_ZONE_OP_CHECK))
+            return;
+        o->state = 1;
+        return; /* the stripe reads take a step */
+    }
+    if (n->stripe_busy[s])
+        return;
+    for (int i = 0; i < S.c.ndata; i++) {
+        all &= !S.failed[ddev(s, i)];
+        d[i] = S.disk[ddev(s, i)][s];
+    }
+    all &= !S.failed[pdev(s)] && (S.c.level == 5 || !S.failed[qdev(s)]);
+    if (all && (S.disk[pdev(s)][s] != pof(d) || (S.c.level == 6 && S.disk[qdev(s)][s] != qof(d))))
+        violation("CHECK: node %d's check of stripe %d (zone %d, mode %d) finds parity that does not match "
+                  "its data",
+                  n->slot, s, z, n->z[z].mode);
+    zone_done(n, z, CLR_ZONE_OP_CHECK);
+    S.checks++;
+    o->type = OP_NONE;
+}
+
 /* replay one entry of a dead slot's log */
 static void replay_entry(const struct entry *e)
 {
@@ -1246,6 +1281,9 @@ static void node_step(struct node *n)
         case OP_READ:
             op_read(n, i);
             break;
+        case OP_CHECK:
+            op_check(n, i);
+            break;
         case OP_RECOVER:
             op_recover(n, i);
             break;
@@ -1285,6 +1323,8 @@ static void start_op(struct node *n, bool quiet)
         if (chance(60)) {
             o->type = OP_WRITE;
             o->mask = 1u + below((1u << S.c.ndata) - 1);
+        } else if (chance(15)) {
+            o->type = OP_CHECK;
         } else {
             o->type = OP_READ;
             o->chunk = (int)below((unsigned)S.c.ndata);
@@ -1569,6 +1609,7 @@ static const struct {
     { "no-ex-write", CLR_ZONE_FAULT_NO_EX_WRITE },
     { "data-before-log", CLR_ZONE_FAULT_DATA_BEFORE_LOG },
     { "recover-twice", CLR_ZONE_FAULT_RECOVER_TWICE },
+    { "check-no-lock", CLR_ZONE_FAULT_CHECK_NO_LOCK },
 };
 
 static void usage(void)
@@ -1669,11 +1710,12 @@ int main(int argc, char **argv)
         printf("NOT caught: %s over seeds %" PRIu64 "-%" PRIu64 "\n", bug ? bug : "(no bug)", a, b);
         return 1;
     }
-    printf("seeds %" PRIu64 "-%" PRIu64 ": %u failed; writes %u reads %u degraded %u, crashes %u fences %u "
-           "replays %u (entries %u, lost %u), torn headers %u, member failures %u, lock requests %u, "
-           "blocking callbacks %u, retires %u, restarts %u\n",
-           a, b, failures, S.writes, S.reads, S.dreads, S.crashes, S.fences, S.replays, S.entries_replayed,
-           S.lost, S.torn, S.failures, S.lock_req, S.bast, S.retires, S.restarts);
+    printf(
+        "seeds %" PRIu64 "-%" PRIu64 ": %u failed; writes %u reads %u degraded %u checks %u, crashes %u "
+        "fences %u replays %u (entries %u, lost %u), torn headers %u, member failures %u, lock requests %u, "
+        "blocking callbacks %u, retires %u, restarts %u\n",
+        a, b, failures, S.writes, S.reads, S.dreads, S.checks, S.crashes, S.fences, S.replays,
+        S.entries_replayed, S.lost, S.torn, S.failures, S.lock_req, S.bast, S.retires, S.restarts);
     if (S.c.disjoint)
         printf("steady state (after the first tenth of the steps): %u lock requests for %u writes\n",
                S.late_lock_req, S.late_writes);
