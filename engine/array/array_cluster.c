@@ -538,6 +538,14 @@ static int h_bitmap_merge(void *arg, const uint8_t *bits, size_t nbytes)
     return 0;
 }
 
+static int h_log_replay(void *arg, unsigned slot)
+{
+    struct arr_cluster *cl = arg;
+    uint64_t n;
+
+    return cl->a->plog ? clr_arr_plog_replay(cl->a->plog, slot, &n) : 0;
+}
+
 static void h_want_resync(void *arg)
 {
     struct arr_cluster *cl = arg;
@@ -1531,6 +1539,7 @@ static const struct clr_mdc_host host_ops = {
     .send = h_send,
     .bitmap_read = h_bitmap_read,
     .bitmap_clear = h_bitmap_clear,
+    .log_replay = h_log_replay,
     .bitmap_merge = h_bitmap_merge,
     .want_resync = h_want_resync,
     .needed_extent = h_needed_extent,
@@ -1560,6 +1569,8 @@ static void cl_free(struct clr_array *a)
     }
     while (cl->ncand)
         drop_candidate_locked(cl, 0);
+    clr_arr_plog_free(a->plog);
+    a->plog = NULL;
     clr_mutex_destroy(&cl->mu);
     pthread_cond_destroy(&cl->cond);
     free(cl);
@@ -1807,6 +1818,11 @@ static int cl_open_zones(struct clr_array *a, struct arr_cluster *cl, struct clr
     zc.slot = (int)a->slot;
     zc.unrecovered = cl_unrecovered;
     zc.arg = cl;
+    if (a->sb.feature_map & CLR_MD_FEAT_CLRAID_PARITY) {
+        rc = clr_arr_plog_open(a, &a->plog, e);
+        if (rc)
+            return rc;
+    }
     rc = clr_arr_zones_open(a, &zc, &cl->zones);
     if (rc)
         return clr_err_set(e, rc, "cannot set up the stripe-zone locks: %s", strerror(-rc));
@@ -1900,6 +1916,9 @@ static void cl_leave(struct clr_array *a, bool unclean)
     if (!cl || !cl->joined)
         return;
     cl_stop_threads(a);
+    /* a clean stop hands no log over: empty it while the zones are ours */
+    if (!unclean && a->plog && clr_arr_plog_retire(a->plog))
+        clr_arr_log(a, LOG_WARNING, "cluster: leaving: the partial-parity log was not emptied");
     rc = clr_mdc_leave(&cl->mdc, unclean);
     if (rc)
         clr_arr_log(a, LOG_WARNING, "cluster: leaving: %s", strerror(-rc));

@@ -288,6 +288,9 @@ struct clr_array {
     /* clustered RAID5/6: stripes per zone lock (0: no zone locks; set by
      * the cluster host at start, doc/cluster.md) */
     uint32_t zone_stripes;
+    /* clustered RAID5/6 with the parity feature: our partial-parity log
+     * (array_plog.c; NULL: none), opened and freed by the cluster host */
+    struct arr_plog *plog;
 
     /* cluster (array_cluster.c): NULL in plain single-node mode */
     char *lock_backend; /* "local", "cpg", "dlm" */
@@ -579,6 +582,34 @@ void clr_arr_zones_kick(struct arr_zones *zs);
 void clr_arr_zones_stop(struct arr_zones *zs);
 void clr_arr_zones_free(struct arr_zones *zs);
 void clr_arr_zones_status(struct arr_zones *zs, json_object *c, uint64_t *lock_ops);
+
+/* ---- array_plog.c: the partial-parity log (the cluster host's) ---- */
+struct arr_plog;
+/* Rows a logged partial-stripe write covers at most: its partial parity
+ * (P and Q) must fit a slot's log area several times over. */
+#define CLR_ARR_PLOG_MAX_ROWS 256u /* 128 KiB */
+struct arr_plog_tok {
+    unsigned n;       /* parity roles the entry is on (0: none) */
+    unsigned role[2]; /* P's, Q's */
+    int idx[2];
+};
+int clr_arr_plog_open(struct clr_array *a, struct arr_plog **out, struct clr_err *e);
+void clr_arr_plog_free(struct arr_plog *pl);
+/* before the data and parity writes of rows [first, first + sectors) of
+ * stripe @st, changing data chunks @changed: an entry durable on the
+ * parity members, with the partial parity @ppp (@ppq, RAID6), or none
+ * (NULL: every chunk changes) */
+int clr_arr_plog_log(struct arr_plog *pl, const struct clr_raid_stripe *st, uint64_t changed, uint32_t first,
+                     uint32_t sectors, const uint8_t *ppp, const uint8_t *ppq, struct arr_plog_tok *tok);
+/* the write's legs completed (@complete: all of them succeeded) */
+void clr_arr_plog_done(struct arr_plog *pl, struct arr_plog_tok *tok, bool complete);
+/* entries of stripes [s0, s0 + n) a durable header may still name */
+unsigned clr_arr_plog_named(struct arr_plog *pl, uint64_t s0, uint64_t n);
+/* headers without the completed entries, durable on every role */
+int clr_arr_plog_retire(struct arr_plog *pl);
+/* makes good slot @slot's log, then empties it (recovery lock held) */
+int clr_arr_plog_replay(struct arr_plog *pl, unsigned slot, uint64_t *applied);
+void clr_arr_plog_status(struct arr_plog *pl, json_object *z);
 
 /* array_sync.c */
 void *clr_arr_sync_main(void *arg);

@@ -213,6 +213,59 @@ static bool stripe_all_in_sync(const struct stripe_io *s, const struct arr_view 
     return true;
 }
 
+/* The partial parity of a write changing data chunks [kb, ke] of the
+ * stripe's rows (doc/cluster.md, "Clustered RAID5/6"): the parity of the
+ * chunks it leaves alone, P (and Q).  Read-modify-write has the old data
+ * of the changed chunks and the old parity: pp = old parity - their part;
+ * reconstruct-write has every unchanged chunk: pp = their parity.  p and
+ * q stay NULL when every chunk changes (zero partial parity).  Written
+ * into the scratch blocks of P and Q, which nothing else uses on a write,
+ * with a scratch block of an unchanged chunk as the zero block. */
+struct stripe_pp {
+    uint64_t changed;
+    uint8_t *p, *q;
+};
+
+static void pp_compute(struct stripe_io *s, uint64_t kb, uint64_t ke, bool rmw, struct stripe_pp *pp)
+{
+    void *vb[CLR_RAID_MAX_DISKS];
+    uint8_t *zero;
+    unsigned nd = s->st.ndata;
+
+    pp->changed = 0;
+    for (uint64_t c = kb; c <= ke; c++)
+        pp->changed |= 1ull << c;
+    pp->p = pp->q = NULL;
+    if (ke - kb + 1 == nd)
+        return;
+    zero = s->scr[kb > 0 ? 0 : ke + 1];
+    memset(zero, 0, s->len);
+    for (unsigned i = 0; i < nd; i++) {
+        bool ch = (pp->changed >> i) & 1;
+
+        vb[i] = rmw ? (ch ? s->blk[i] : zero) : (ch ? zero : s->blk[i]);
+    }
+    pp->p = s->scr[nd];
+    pp->q = s->nb > nd + 1 ? s->scr[nd + 1] : NULL;
+    if (pp->q)
+        clr_parity_pq_gen(nd, s->len, vb, s->st.qexp, pp->p, pp->q);
+    else
+        clr_parity_xor_gen(nd, s->len, vb, pp->p);
+    if (rmw) {
+        uint64_t *d = (uint64_t *)(void *)pp->p;
+        const uint64_t *o = (const uint64_t *)(const void *)s->blk[nd];
+
+        for (size_t i = 0; i < s->len / 8; i++)
+            d[i] ^= o[i];
+        if (pp->q) {
+            d = (uint64_t *)(void *)pp->q;
+            o = (const uint64_t *)(const void *)s->blk[nd + 1];
+            for (size_t i = 0; i < s->len / 8; i++)
+                d[i] ^= o[i];
+        }
+    }
+}
+
 /* Writes [ls, ls+k) that lies in one stripe; the range lock is held. */
 static int parity_write_stripe(struct clr_array *a, struct arr_req *rq, const uint8_t *buf, uint64_t ls,
                                uint64_t k, unsigned ioflags, bool *whole)
@@ -222,6 +275,8 @@ static int parity_write_stripe(struct clr_array *a, struct arr_req *rq, const ui
     uint64_t o = ls - first, kb = o / cs, ke = (o + k - 1) / cs;
     uint64_t r0 = ke > kb ? 0 : o % cs, r1 = ke > kb ? cs : (o + k - 1) % cs + 1;
     bool wr[CLR_RAID_MAX_DISKS + 2] = { false };
+    struct arr_plog_tok tok = { 0 };
+    struct stripe_pp pp = { 0 };
     struct stripe_io s;
     struct arr_view v;
     uint8_t *pool;
@@ -291,6 +346,8 @@ static int parity_write_stripe(struct clr_array *a, struct arr_req *rq, const ui
     if (!rmw)
         for (uint64_t c = kb; c <= ke; c++)
             s.blk[c] = newd[c];
+    if (a->plog)
+        pp_compute(&s, kb, ke, rmw, &pp);
     if (rmw) {
         void *oldp[CLR_RAID_MAX_DISKS], *newp[CLR_RAID_MAX_DISKS];
         uint8_t qe[CLR_RAID_MAX_DISKS];
@@ -314,7 +371,16 @@ static int parity_write_stripe(struct clr_array *a, struct arr_req *rq, const ui
         goto out;
     for (unsigned i = s.st.ndata; i < s.nb; i++)
         wr[i] = true;
+    if (a->plog) {
+        /* clustered: the partial parity durable in our log first */
+        rc =
+            clr_arr_plog_log(a->plog, &s.st, pp.changed, (uint32_t)r0, (uint32_t)(r1 - r0), pp.p, pp.q, &tok);
+        if (rc)
+            goto out;
+    }
     rc = stripe_write(a, rq, &s, &v, wr, s.blk, ioflags, whole);
+    if (a->plog)
+        clr_arr_plog_done(a->plog, &tok, rc == 0);
 out:
     pool_put(a, pool);
     return rc;
@@ -326,7 +392,17 @@ static int parity_write(struct clr_array *a, struct arr_req *rq, const uint8_t *
     *whole = true;
     while (n) {
         uint64_t k = clr_raid_stripe_piece(&a->g, ls, n);
-        int rc = parity_write_stripe(a, rq, buf, ls, k, ioflags, whole);
+        int rc;
+
+        /* logged (clustered): a partial stripe goes a chunk and at most
+         * CLR_ARR_PLOG_MAX_ROWS rows at a time, so that its partial parity
+         * fits the log area; a full stripe needs none */
+        if (a->plog && k != (uint64_t)a->g.chunk_sectors * a->g.data_disks) {
+            k = clr_raid_chunk_piece(&a->g, ls, k);
+            if (k > CLR_ARR_PLOG_MAX_ROWS)
+                k = CLR_ARR_PLOG_MAX_ROWS;
+        }
+        rc = parity_write_stripe(a, rq, buf, ls, k, ioflags, whole);
 
         if (rc)
             return rc;

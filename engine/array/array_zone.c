@@ -17,11 +17,10 @@
  * called under it (its locks rank above), the cluster core never is (the
  * unrecovered mask is read before zs->mu is taken).
  *
- * Not done yet: the partial-parity log.  logged stays 0, so no release
- * has anything to retire, and the dead node's stripes are made consistent
- * by the bitmap takeover's resync (as md RAID5 with a bitmap and no PPL):
- * a crash together with a member loss can still lose unchanged chunks of
- * the stripes the dead node was writing (the write hole). */
+ * The partial-parity log (array_plog.c): a zone whose lock is to go is
+ * retired first, once drained: while a durable header of ours names one
+ * of its stripes (logged), the release thread has fresh headers written
+ * without the completed entries, outside zs->mu. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -72,7 +71,7 @@ struct arr_zones {
     pthread_t thr;
     bool thr_on;
     /* counters (mu) */
-    uint64_t requests, unlocks, basts, grants, suspect_grants, waits, evicted;
+    uint64_t requests, unlocks, basts, grants, suspect_grants, waits, evicted, retires;
     uint64_t wait_ms_max, grant_ms_sum, grant_ms_max;
 };
 
@@ -368,10 +367,11 @@ static void *release_main(void *arg)
 
     clr_mutex_lock(&zs->mu);
     while (!zs->stop) {
+        enum clr_zone_release step;
         uint64_t unrec, next;
         struct clr_zone_ctx x;
         struct timespec ts;
-        bool crowded;
+        bool crowded, retire = false;
 
         clr_mutex_unlock(&zs->mu);
         unrec = unrecovered_now(zs);
@@ -392,7 +392,14 @@ static void *release_main(void *arg)
                 /* too many cached: an unused zone goes as if asked */
                 if (idle && crowded && e->z.mode != CLR_ZONE_IV && x.now - e->last_used >= ZONE_IDLE_MS)
                     e->z.blocked = true;
-                switch (clr_zone_release_step(&e->z, &x)) {
+                step = clr_zone_release_step(&e->z, &x);
+                if ((step == CLR_ZONE_UNLOCK || step == CLR_ZONE_RETIRE) && zs->a->plog) {
+                    /* does a durable header of ours still name the zone? */
+                    e->z.logged = clr_arr_plog_named(zs->a->plog, e->zone * zs->geom.stripes_per_zone,
+                                                     zs->geom.stripes_per_zone);
+                    step = clr_zone_release_step(&e->z, &x);
+                }
+                switch (step) {
                 case CLR_ZONE_KEEP:
                     if (e->z.blocked && e->z.mode != CLR_ZONE_IV && !e->z.requesting &&
                         e->z.granted_at + zs->min_hold_ms < next)
@@ -401,7 +408,7 @@ static void *release_main(void *arg)
                 case CLR_ZONE_DRAIN:
                     break; /* the last exit signals us */
                 case CLR_ZONE_RETIRE:
-                    /* no log yet: logged is never set (see the top) */
+                    retire = true; /* after the scan, without mu */
                     break;
                 case CLR_ZONE_UNLOCK:
                     if (!e->unlocking)
@@ -409,6 +416,14 @@ static void *release_main(void *arg)
                     break;
                 }
             }
+        }
+        if (retire) {
+            /* headers without the completed entries, then look again */
+            clr_mutex_unlock(&zs->mu);
+            clr_arr_plog_retire(zs->a->plog);
+            clr_mutex_lock(&zs->mu);
+            zs->retires++;
+            continue;
         }
         if (next <= x.now)
             next = x.now + 1;
@@ -519,7 +534,12 @@ void clr_arr_zones_status(struct arr_zones *zs, json_object *c, uint64_t *lock_o
                            json_object_new_int64(zs->grants ? (int64_t)(zs->grant_ms_sum / zs->grants) : 0));
     json_object_object_add(z, "grant_ms_total", json_object_new_int64((int64_t)zs->grant_ms_sum));
     json_object_object_add(z, "grant_ms_max", json_object_new_int64((int64_t)zs->grant_ms_max));
-    json_object_object_add(z, "parity_log", json_object_new_string("not written yet (bitmap resync only)"));
+    json_object_object_add(z, "retire_rounds", json_object_new_int64((int64_t)zs->retires));
+    if (zs->a->plog)
+        clr_arr_plog_status(zs->a->plog, z);
+    else
+        json_object_object_add(z, "parity_log",
+                               json_object_new_string("none (array without the parity feature)"));
     *lock_ops = zs->requests + zs->unlocks;
     clr_mutex_unlock(&zs->mu);
     json_object_object_add(c, "zones", z);

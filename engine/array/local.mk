@@ -13,6 +13,7 @@ libclraid_la_SOURCES += \
 	engine/array/array_sync.c \
 	engine/array/array_cluster.c \
 	engine/array/array_zone.c \
+	engine/array/array_plog.c \
 	engine/array/array_manage.c \
 	engine/array/array_run.c
 libclraid_la_LIBADD += $(URING_LIBS) $(ISAL_LIBS) $(JSONC_LIBS) $(BLKID_LIBS)

@@ -391,6 +391,8 @@ int clr_mdc_join(struct clr_mdc *m)
         goto out;
     /* Our own bits (the host loaded them as NEEDED): we announce them. */
     r = m->h.bitmap_read(m->h.arg, m->c.slot, bits, m->bm_bytes);
+    if (r == 0 && m->h.log_replay)
+        r = m->h.log_replay(m->h.arg, m->c.slot);
     if (r)
         goto fail;
     total = bits_extent(m, bits, &dlo, &dhi);
@@ -419,6 +421,8 @@ int clr_mdc_join(struct clr_mdc *m)
         if (!r) {
             /* No live owner: resync what it left dirty (its bits stay). */
             r = merge_slot(m, j, bits, &cnt, &lo, &hi);
+            if (r == 0 && m->h.log_replay)
+                r = m->h.log_replay(m->h.arg, j);
             m->h.unlock(m->h.arg, res);
             if (r)
                 goto fail;
@@ -615,6 +619,8 @@ static int take_slot(struct clr_mdc *m, unsigned s, uint8_t *bits)
     if (r)
         goto out;
     r = merge_slot(m, s, bits, &cnt, &lo, &hi);
+    if (r == 0 && m->h.log_replay)
+        r = m->h.log_replay(m->h.arg, s);
     if (r) {
         release(m, &m->claims, C_EXTENT);
         goto out;

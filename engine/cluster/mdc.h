@@ -124,6 +124,14 @@ struct clr_mdc_host {
      * every in-sync member before this returns.  Does not start a resync.
      */
     int (*bitmap_merge)(void *arg, const uint8_t *bits, size_t nbytes);
+    /**
+     * Optional (clustered RAID5/6): make slot @slot's partial-parity log
+     * good and empty it, called with the slot's bitmap lock held, before
+     * the slot counts as recovered: by a survivor taking a dead slot
+     * over, by a joiner for a slot with no owner, and by a joiner for its
+     * own slot.  Idempotent; an error leaves the slot to be taken again.
+     */
+    int (*log_replay)(void *arg, unsigned slot);
     /** Wake the local sync thread: NEEDED chunks wait for a resync. */
     void (*want_resync)(void *arg);
     /**

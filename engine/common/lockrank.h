@@ -39,6 +39,9 @@
  *       (RAID5/6 zone cache; waited on after    request or unlock)
  *       the range lock, held as a sleeping
  *       admission across member I/O)
+ *  460  pl->mu                array_plog.c       nothing (member I/O and the view
+ *       (partial-parity log entries; never     with it dropped)
+ *       held across I/O)
  *  500  a->bm_lock            array_bitmap.c     lock (dropped for the flush I/O)
  *  600  a->lock               array_state.c      rl.mu, sp_lock
  *  700  rl.mu                 array_state.c      nothing (inside rl_lock/unlock)
@@ -73,6 +76,7 @@ enum clr_rank {
     CLR_RANK_MDC = 350,
     CLR_RANK_CL = 400,
     CLR_RANK_ZONE = 450,
+    CLR_RANK_PLOG = 460,
     CLR_RANK_BM = 500,
     CLR_RANK_ARRAY = 600,
     CLR_RANK_RL = 700,

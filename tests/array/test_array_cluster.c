@@ -1809,6 +1809,83 @@ static void test_zones_takeover(void **s)
     rmfiles(&t);
 }
 
+/* The write hole, closed by the partial-parity log.  Stripe 0 holds
+ * 0x11 0x22 0x33 in its three data chunks; member 1 fails (RAID6: 1 and
+ * 2), so chunk 1 lives only in the parity.  Node 0 writes 4 KiB of chunk
+ * 0; then its parity rows are torn (garbage on disk, as if the node died
+ * between the data and the parity writes), and node 0 dies.  A resync
+ * cannot repair that stripe (chunk 1 would be rebuilt from the torn
+ * parity); node 1's replay of node 0's log makes parity := partial parity
+ * + the new chunk 0, and chunk 1 reads back. */
+static void plog_write_hole(int level, unsigned nd)
+{
+    /* left-symmetric, stripe 0: RAID5 P on 3, data on 0 1 2; RAID6 P on
+     * 4, Q on 0, data on 1 2 3 (md's raid6 layout 2) */
+    const unsigned d5[3] = { 0, 1, 2 }, d6[3] = { 1, 2, 3 };
+    const unsigned *dd = level == 6 ? d6 : d5;
+    int pd = level == 6 ? 4 : 3, qd = level == 6 ? 0 : -1;
+    struct clr_array *a, *b;
+    size_t chunk = 64 << 10;
+    uint8_t *buf = aligned_alloc(4096, 3 * chunk), *rd = aligned_alloc(4096, chunk);
+    struct clr_err e = { "" };
+    struct tarr t;
+
+    make_array(&t, level, 2, nd, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    memset(buf, 0x11, chunk);
+    memset(buf + chunk, 0x22, chunk);
+    memset(buf + 2 * chunk, 0x33, chunk);
+    assert_int_equal(clr_array_pwrite(a, buf, 3 * chunk, 0, 0), 0);
+    /* chunk 1 (RAID6: chunks 1 and 2) now only in the parity */
+    for (unsigned k = 1; k <= (level == 6 ? 2u : 1u); k++) {
+        if (clr_array_fail_device(b, t.path[dd[k]], &e) != 0)
+            fail_msg("fail: %s", e.msg);
+        WAIT_FOR(dev_is(a, t.path[dd[k]], "faulty"), 5000);
+    }
+    memset(buf, 0x55, 4096);
+    assert_int_equal(clr_array_pwrite(a, buf, 4096, 0, 0), 0);
+    assert_true(st_int(a, "cluster.zones.parity_log.entries_logged") >= 1);
+    /* the data landed, the parity rows did not: garbage */
+    memset(rd, 0xee, 4096);
+    pwrite_all(t.path[pd], rd, 4096, t.data_offset * 512);
+    if (qd >= 0)
+        pwrite_all(t.path[qd], rd, 4096, t.data_offset * 512);
+    assert_int_equal(clr_array_crash(a), 0);
+    clr_array_free(a);
+    WAIT_FOR(st_int(b, "cluster.recovered_slots") == 1, 10000);
+    wait_idle(b);
+    assert_true(st_int(b, "cluster.zones.parity_log.replayed_entries") >= 1);
+    assert_int_equal(clr_array_pread(b, rd, 4096, 0), 0);
+    assert_int_equal(rd[0], 0x55);
+    assert_int_equal(rd[4095], 0x55);
+    for (unsigned k = 1; k < 3; k++) {
+        assert_int_equal(clr_array_pread(b, rd, chunk, k * chunk), 0);
+        for (size_t i = 0; i < chunk; i++)
+            if (rd[i] != 0x11 * (k + 1))
+                fail_msg("chunk %u byte %zu reads 0x%02x, not 0x%02x: the write hole", k, i, rd[i],
+                         0x11 * (k + 1));
+    }
+    assert_int_equal(clr_array_stop(b), 0);
+    clr_array_free(b);
+    free(buf);
+    free(rd);
+    rmfiles(&t);
+}
+
+static void test_plog_write_hole_raid5(void **s)
+{
+    (void)s;
+    plog_write_hole(5, 4);
+}
+
+static void test_plog_write_hole_raid6(void **s)
+{
+    (void)s;
+    plog_write_hole(6, 5);
+}
+
 /* ---- helpers for the rebuild-ownership tests ---- */
 
 static const char *st_str(struct clr_array *a, const char *path, char *buf, size_t len)
@@ -2307,6 +2384,8 @@ int main(void)
         cmocka_unit_test(test_zones_raid5),
         cmocka_unit_test(test_zones_raid6),
         cmocka_unit_test(test_zones_takeover),
+        cmocka_unit_test(test_plog_write_hole_raid5),
+        cmocka_unit_test(test_plog_write_hole_raid6),
         cmocka_unit_test(test_device_failure),
         cmocka_unit_test(test_takeover),
         cmocka_unit_test(test_lost_node_holds_writes),
