@@ -1916,8 +1916,10 @@ static void cl_leave(struct clr_array *a, bool unclean)
     if (!cl || !cl->joined)
         return;
     cl_stop_threads(a);
-    /* a clean stop hands no log over: empty it while the zones are ours */
-    if (!unclean && a->plog && clr_arr_plog_retire(a->plog))
+    /* the writes are drained: no log is handed over, even with dirty
+     * chunks left (unclean), since the zones go with our locks unmarked
+     * and a replay after another node wrote them would undo its writes */
+    if (a->plog && clr_arr_plog_retire(a->plog))
         clr_arr_log(a, LOG_WARNING, "cluster: leaving: the partial-parity log was not emptied");
     rc = clr_mdc_leave(&cl->mdc, unclean);
     if (rc)

@@ -1886,6 +1886,147 @@ static void test_plog_write_hole_raid6(void **s)
     plog_write_hole(6, 5);
 }
 
+/* RAID5 on 4 members, stripe 0 (left-symmetric: data on 0 1 2, P on 3)
+ * holding 0x11 0x22 0x33, written by @a. */
+#define PL_CHUNK (64u << 10)
+
+static void plog_fill_stripe0(struct clr_array *a, uint8_t *buf)
+{
+    memset(buf, 0x11, PL_CHUNK);
+    memset(buf + PL_CHUNK, 0x22, PL_CHUNK);
+    memset(buf + 2 * PL_CHUNK, 0x33, PL_CHUNK);
+    assert_int_equal(clr_array_pwrite(a, buf, 3 * PL_CHUNK, 0, 0), 0);
+}
+
+/* Node @node started with every member but @skip (failed). */
+static struct clr_array *plog_start_without(struct tarr *t, unsigned node, unsigned skip)
+{
+    struct clr_array_config c = cfg_for(t, node, "local");
+    const char *devs[8];
+    struct clr_array *a = NULL;
+    struct clr_err e = { "" };
+    unsigned n = 0;
+
+    for (unsigned i = 0; i < t->n; i++)
+        if (i != skip)
+            devs[n++] = t->devs[i];
+    c.devices = devs;
+    c.ndevices = n;
+    if (clr_array_assemble(&c, &a, &e) != 0 || clr_array_run(a, &e) != 0)
+        fail_msg("start: %s", e.msg);
+    return a;
+}
+
+/* Chunk @k of stripe 0 reads @want in every byte, from @a. */
+static void plog_expect(struct clr_array *a, uint8_t *rd, unsigned k, unsigned len, uint8_t want)
+{
+    assert_int_equal(clr_array_pread(a, rd, len, (uint64_t)k * PL_CHUNK), 0);
+    for (unsigned i = 0; i < len; i++)
+        if (rd[i] != want)
+            fail_msg("chunk %u byte %u reads 0x%02x, not 0x%02x", k, i, rd[i], want);
+}
+
+/* Retirement.  Node 0 logs a write to chunk 0 of stripe 0; node 1 then
+ * writes chunk 1 of the same stripe, so node 0 gives the zone up, and
+ * its log must stop naming the stripe first.  Member 2 has failed: if
+ * node 0's log still named the stripe when it dies, the replay would
+ * rebuild parity from chunk 1's old value (in the partial parity) and
+ * chunk 2, reconstructed from that parity, would read wrong. */
+static void test_plog_retire_on_handoff(void **s)
+{
+    int64_t retired;
+    struct clr_array *a, *b;
+    uint8_t *buf = aligned_alloc(4096, 3 * PL_CHUNK), *rd = aligned_alloc(4096, PL_CHUNK);
+    struct clr_err e = { "" };
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 5, 2, 4, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    plog_fill_stripe0(a, buf);
+    if (clr_array_fail_device(b, t.path[2], &e) != 0)
+        fail_msg("fail: %s", e.msg);
+    WAIT_FOR(dev_is(a, t.path[2], "faulty"), 5000);
+    memset(buf, 0x55, 4096);
+    assert_int_equal(clr_array_pwrite(a, buf, 4096, 0, 0), 0);
+    memset(buf, 0x66, 4096);
+    assert_int_equal(clr_array_pwrite(b, buf, 4096, PL_CHUNK, 0), 0);
+    assert_true(st_int(a, "cluster.zones.releases") >= 1);
+    retired = st_int(a, "cluster.zones.retire_rounds");
+    assert_int_equal(clr_array_crash(a), 0);
+    clr_array_free(a);
+    WAIT_FOR(st_int(b, "cluster.recovered_slots") == 1, 10000);
+    wait_idle(b);
+    plog_expect(b, rd, 0, 4096, 0x55);
+    plog_expect(b, rd, 1, 4096, 0x66);
+    plog_expect(b, rd, 2, PL_CHUNK, 0x33);
+    assert_int_equal(st_int(b, "cluster.zones.parity_log.replayed_entries"), 0);
+    assert_true(retired >= 1);
+    assert_int_equal(clr_array_stop(b), 0);
+    clr_array_free(b);
+    free(buf);
+    free(rd);
+    rmfiles(&t);
+}
+
+/* A clean stop empties the log: node 0 logs a write to stripe 0 and
+ * stops; node 1 writes another chunk of the stripe with member 2
+ * failed; node 0 starts again and replays its own log at join, which
+ * must be empty (a stale entry would rewrite parity from chunk 1's old
+ * value).  Then node 0 crashes alone with a torn parity: restarted, it
+ * replays its own log and the chunk on the failed member reads back. */
+static void test_plog_own_log(void **s)
+{
+    struct clr_array *a, *b;
+    uint8_t *buf = aligned_alloc(4096, 3 * PL_CHUNK), *rd = aligned_alloc(4096, PL_CHUNK);
+    struct clr_err e = { "" };
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 5, 2, 4, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    plog_fill_stripe0(a, buf);
+    memset(buf, 0x55, 4096);
+    assert_int_equal(clr_array_pwrite(a, buf, 4096, 0, 0), 0);
+    assert_int_equal(clr_array_stop(a), 0);
+    clr_array_free(a);
+    if (clr_array_fail_device(b, t.path[2], &e) != 0)
+        fail_msg("fail: %s", e.msg);
+    memset(buf, 0x66, 4096);
+    assert_int_equal(clr_array_pwrite(b, buf, 4096, PL_CHUNK, 0), 0);
+    a = plog_start_without(&t, 0, 2);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    plog_expect(a, rd, 2, PL_CHUNK, 0x33);
+    plog_expect(b, rd, 2, PL_CHUNK, 0x33);
+    assert_int_equal(st_int(a, "cluster.zones.parity_log.replayed_entries"), 0);
+
+    /* alone: node 1 stops, node 0 writes, its parity tears, it dies */
+    assert_int_equal(clr_array_stop(b), 0);
+    clr_array_free(b);
+    wait_idle(a); /* b left dirty chunks: a took them over */
+    memset(buf, 0x77, 4096);
+    assert_int_equal(clr_array_pwrite(a, buf, 4096, 0, 0), 0);
+    memset(rd, 0xee, 4096);
+    pwrite_all(t.path[3], rd, 4096, t.data_offset * 512);
+    assert_int_equal(clr_array_crash(a), 0);
+    clr_array_free(a);
+    a = plog_start_without(&t, 0, 2);
+    assert_true(st_int(a, "cluster.zones.parity_log.replayed_entries") >= 1);
+    wait_idle(a);
+    plog_expect(a, rd, 0, 4096, 0x77);
+    plog_expect(a, rd, 1, 4096, 0x66);
+    plog_expect(a, rd, 2, PL_CHUNK, 0x33);
+    assert_int_equal(clr_array_stop(a), 0);
+    clr_array_free(a);
+    free(buf);
+    free(rd);
+    rmfiles(&t);
+}
+
 /* ---- helpers for the rebuild-ownership tests ---- */
 
 static const char *st_str(struct clr_array *a, const char *path, char *buf, size_t len)
@@ -2386,6 +2527,8 @@ int main(void)
         cmocka_unit_test(test_zones_takeover),
         cmocka_unit_test(test_plog_write_hole_raid5),
         cmocka_unit_test(test_plog_write_hole_raid6),
+        cmocka_unit_test(test_plog_retire_on_handoff),
+        cmocka_unit_test(test_plog_own_log),
         cmocka_unit_test(test_device_failure),
         cmocka_unit_test(test_takeover),
         cmocka_unit_test(test_lost_node_holds_writes),
