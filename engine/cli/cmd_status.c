@@ -162,14 +162,24 @@ static void print_human(const char *name, json_object *st)
             printf("      cluster: slot %" PRId64 " resyncing [%" PRId64 ", %" PRId64
                    ") KiB: writes there wait\n",
                    jint(w, "from"), jint(w, "lo_bytes") / 1024, jint(w, "hi_bytes") / 1024);
-        if (clr_json_path(st, "cluster.zones"))
+        if (clr_json_path(st, "cluster.zones")) {
+            json_object *pl = clr_json_path(st, "cluster.zones.parity_log");
+
             printf("      cluster: zone locks (%" PRId64 " stripes each): %" PRId64 " held EX, %" PRId64
-                   " PR; %" PRId64 " requests, %" PRId64 " given up on request, grant mean %" PRId64
-                   " ms; parity log: %s\n",
+                   " PR; %" PRId64 " requests, %" PRId64 " given up on request, grant mean %" PRId64 " ms\n",
                    jint(st, "cluster.zones.stripes_per_zone"), jint(st, "cluster.zones.held_ex"),
                    jint(st, "cluster.zones.held_pr"), jint(st, "cluster.zones.requests"),
-                   jint(st, "cluster.zones.releases"), jint(st, "cluster.zones.grant_ms_mean"),
-                   jstr(st, "cluster.zones.parity_log", "?"));
+                   jint(st, "cluster.zones.releases"), jint(st, "cluster.zones.grant_ms_mean"));
+            if (pl && json_object_is_type(pl, json_type_object))
+                printf("      cluster: partial-parity log: %" PRId64 " entries logged, %" PRId64
+                       " live, %" PRId64 " headers; %" PRId64 " entries replayed from dead nodes' logs\n",
+                       jint(st, "cluster.zones.parity_log.entries_logged"),
+                       jint(st, "cluster.zones.parity_log.entries_live"),
+                       jint(st, "cluster.zones.parity_log.headers_written"),
+                       jint(st, "cluster.zones.parity_log.replayed_entries"));
+            else
+                printf("      cluster: partial-parity log: %s\n", jstr(st, "cluster.zones.parity_log", "?"));
+        }
         if (tk && !json_object_is_type(tk, json_type_null))
             printf("      cluster: last takeover: slot %" PRId64 ", %" PRId64 " dirty chunks (%" PRId64
                    " KiB)\n",
