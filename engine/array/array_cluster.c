@@ -1467,11 +1467,13 @@ int clr_arr_cl_check_config(const struct clr_array *a, struct clr_err *e)
             e, -EBUSY,
             "'%s': a kernel md-cluster node has this array assembled (DLM lockspace %s is live in the cluster); clraid cannot share a live array with kernel md-cluster (32- vs 64-byte LVBs): stop it there (mdadm --stop) first",
             a->name, u);
-    if (a->g.level == CLR_RAID_LEVEL10 && (a->g.far_copies > 1 || a->g.far_offset))
-        return clr_err_set(
-            e, -EOPNOTSUPP,
-            "'%s' is RAID10 with a far/offset layout: it cannot run clustered (its resync is not monotonic, as in md); start it with --lock local on one node",
-            a->name);
+    /* RAID10 far and offset layouts run clustered too: md-cluster refuses
+     * them because md resyncs them in device order, which a window over
+     * array sectors does not follow; the engine resyncs every mirror layout
+     * in array (logical) sectors, the space of its windows and bitmaps
+     * (doc/cluster.md).  On disk a kernel node still refuses to run them
+     * clustered (raid10_run: "only near layout is supported by clustered
+     * raid10"). */
     return 0;
 }
 

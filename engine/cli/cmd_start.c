@@ -270,7 +270,7 @@ static void precheck_log(void *opaque, int prio, const char *msg)
 static int precheck_class(int rc)
 {
     switch (rc) {
-    case -EOPNOTSUPP: /* clustered RAID5/6, RAID10 far/offset clustered */
+    case -EOPNOTSUPP: /* a level or layout this lock backend cannot run */
         return START_CONFIG;
     case -EBUSY:  /* a kernel md-cluster node runs the array */
     case -ESTALE: /* a stale member (without --skip-stale) */

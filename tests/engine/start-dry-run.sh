@@ -63,6 +63,8 @@ grep -q "1 of 2 members in sync: degraded" "$TESTDIR/out" || fail "no degraded: 
 dry 0 "raid5, lock local" p $P
 dry 0 "raid5, lock cpg (stripe-zone locks)" p $P --lock cpg
 dry 0 "raid5, lock dlm" p $P --lock dlm
+dry 0 "raid10 f2, lock cpg (resynced in array sectors: clustered too)" f $F --lock cpg
+dry 0 "raid10 f2, lock dlm" f $F --lock dlm
 
 echo "--- bad input"
 dry 3 "a missing path" a "$TESTDIR/a0" "$TESTDIR/nope"
@@ -71,9 +73,6 @@ dry 3 "a zeroed device" a "$TESTDIR/a0" "$TESTDIR/z"
 grep -q "z: not a usable md member" "$TESTDIR/err" || fail "message"
 dry 3 "a member of another array" a "$TESTDIR/a0" "$TESTDIR/o1"
 grep -q "o1: belongs to another array" "$TESTDIR/err" || fail "message"
-dry 2 "clustered raid10 f2 (cpg)" f $F --lock cpg
-grep -q "is RAID10 with a far/offset layout: it cannot run clustered" "$TESTDIR/err" || fail "message"
-dry 2 "clustered raid10 f2 (dlm)" f $F --lock dlm
 dry 2 "a bad lock" a $A --lock zk
 dry 2 "a bad option, before --dry-run counts too" a $A --bitmap=sometimes
 dry 2 "a bad name" ../x "$TESTDIR/a0"
@@ -94,7 +93,7 @@ dry 2 "a bad name" ../x "$TESTDIR/a0"
 )
 
 # Each refusal is the line start prints, and start exits 1 on it.
-for c in "a $TESTDIR/a0 $TESTDIR/o1" "f $F --lock cpg" "a $TESTDIR/a0 $TESTDIR/nope"; do
+for c in "a $TESTDIR/a0 $TESTDIR/o1" "a $A --lock zk" "a $TESTDIR/a0 $TESTDIR/nope"; do
     "$CLRAID" start --dry-run $c --run-dir "$D" 2>"$TESTDIR/dry.err" || :
     expect_refusal "start $c" "$CLRAID" start $c --run-dir "$D"
     cmp -s "$TESTDIR/dry.err" "$TESTDIR/err" || fail "dry run '$(cat "$TESTDIR/dry.err")', start '$(cat "$TESTDIR/err")'"

@@ -57,9 +57,6 @@ rejects "devices and array_uuid (--agent-validation)" "Set either devices or arr
 	array_uuid=4bfc5095:fa0f4432:4e6cc2e4:aac0ded3
 rejects "a missing member (--agent-validation)" "does not exist on this node" \
 	resource create a8 ocf:clraid:clraid name=r8 devices="$TESTDIR/nope" "$P" --agent-validation
-F2=$(make_array r9 10 4 --layout=f2 --nodes=4 --home-cluster=c)
-rejects "RAID10 far=2 with lock=cpg (--agent-validation: the engine's dry run)" "far/offset layout: it cannot run clustered" \
-	resource create a9 ocf:clraid:clraid name=r9 devices="$F2" lock=cpg "$P" "$PL" --agent-validation
 accepts "a reloadable policy change" resource update a1 last_device_action=freeze
 [ "$(grep -c 'type="clraid"' cib.xml)" -eq 1 ] || fail "rejected resources reached the CIB"
 
