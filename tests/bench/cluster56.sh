@@ -96,10 +96,18 @@ for k in 1 2 3; do fio_on $k $(((k - 1) * THIRD)) $THIRD --rw=write --bs=1M --io
 for p in "${pids[@]}"; do wait "$p" || fail "a fill write failed"; done
 
 args="--rw=randwrite --bs=4k --time_based --runtime=${BENCH_RUNTIME}s --norandommap --randrepeat=0"
-printf 'job\twrites\tlock_ops\tmessages\tlock_ops_per_10k_writes\tblocking_callbacks\tgrants\tgrant_ms_mean\tgrant_ms_max_so_far\twait_ms_max_so_far\n' | tee "$OUTF"
+# the partial-parity log of the three: "entries headers"
+lsums() { # no arguments
+    local k
+    for k in 1 2 3; do
+        cl_st "$k" '.cluster.zones.parity_log | "\(.entries_logged) \(.headers_written)"'
+    done | awk '{ e += $1; h += $2 } END { print e + 0, h + 0 }'
+}
+printf 'job\twrites\tlock_ops\tmessages\tlock_ops_per_10k_writes\tblocking_callbacks\tgrants\tgrant_ms_mean\tgrant_ms_max_so_far\twait_ms_max_so_far\tlog_entries_per_write\tlog_headers_per_write\n' | tee "$OUTF"
 for job in disjoint shared; do
     read -r w0 o0 m0 <<<"$(sums)"
     read -r b0 g0 t0 <<<"$(zsums)"
+    read -r e0 h0 <<<"$(lsums)"
     pids=()
     for k in 1 2 3; do
         if [ $job = disjoint ]; then
@@ -111,11 +119,26 @@ for job in disjoint shared; do
     for p in "${pids[@]}"; do wait "$p" || fail "a fio of the three ($job) failed"; done
     read -r w1 o1 m1 <<<"$(sums)"
     read -r b1 g1 t1 <<<"$(zsums)"
+    read -r e1 h1 <<<"$(lsums)"
     w=$((w1 - w0)) o=$((o1 - o0)) m=$((m1 - m0)) g=$((g1 - g0))
     [ "$w" -gt 0 ] || fail "$job: no write counted"
     mean=-
     [ "$g" -gt 0 ] && mean=$(echo "scale=1; ($t1 - $t0) / $g" | bc -l)
-    printf '%s\t%d\t%d\t%d\t%.2f\t%d\t%d\t%s\t%s\n' $job $w $o $m "$(echo "$o * 10000 / $w" | bc -l)" \
-        $((b1 - b0)) "$g" "$mean" "$(zmax)" | tee -a "$OUTF"
+    printf '%s\t%d\t%d\t%d\t%.2f\t%d\t%d\t%s\t%s\t%.2f\t%.2f\n' $job $w $o $m "$(echo "$o * 10000 / $w" | bc -l)" \
+        $((b1 - b0)) "$g" "$mean" "$(zmax)" "$(echo "($e1 - $e0) / $w" | bc -l)" \
+        "$(echo "($h1 - $h0) / $w" | bc -l)" | tee -a "$OUTF"
+    [ $job = disjoint ] && w_disjoint=$w
 done
 for k in 1 2 3; do cl_stop $k; done
+
+# Baseline in the same run: member 1 alone, --lock local (no zone locks,
+# no log: a single node's data path), the disjoint job on its third.  The
+# three shared the same two cores, so the ratio is the cost of the zones
+# and the log together with three engines' scheduling.
+out=$(cl_cli 1 start "$CL_NAME" --lock local "${devs[@]}" 2>&1) || fail "start alone: $out"
+w0=$(cl_st 1 .counters.writes)
+fio_on 1 0 "$THIRD" "$args --iodepth=32" || fail "fio alone failed"
+w=$(($(cl_st 1 .counters.writes) - w0))
+printf 'alone-local\t%d\t0\t0\t0\t0\t0\t-\t-\t-\t0\t0\n' "$w" | tee -a "$OUTF"
+cl_stop 1
+echo "three cpg members (zones and the log), disjoint: $(echo "scale=2; $w_disjoint / $w" | bc -l) x the writes of member 1 alone (--lock local); same run, same two cores"
