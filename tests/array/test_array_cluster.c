@@ -1585,6 +1585,120 @@ static void test_offset2_cluster(void **s)
     far_layout_cluster(0x10201); /* o2 */
 }
 
+/* Clustered RAID5/6: recovery onto a spare under zone locks.  A member
+ * fails and goes; a spare is added; the rebuild (EX of each stripe's zone)
+ * runs while both nodes write their own half, then every chunk each node
+ * last wrote reads back from both, check finds 0 mismatches, and the
+ * rebuilt member alone can be lost: the data still reads back. */
+struct pattern_writer {
+    struct clr_array *a;
+    uint64_t lo, n; /* 64 KiB blocks [lo, lo + n) */
+    uint8_t *last;  /* value last written in each block (0: never) */
+    atomic_int *stop;
+    unsigned rounds;
+    int rc;
+};
+
+static void *pattern_main(void *arg)
+{
+    struct pattern_writer *w = arg;
+    uint8_t *buf = aligned_alloc(4096, 65536);
+
+    for (uint64_t i = 0; w->rc == 0 && (!atomic_load(w->stop) || i < w->n); i++) {
+        uint64_t b = (i * 7) % w->n;
+        uint8_t v = (uint8_t)(1 + (i + w->lo) % 250);
+
+        memset(buf, v, 65536);
+        w->rc = clr_array_pwrite(w->a, buf, 65536, (w->lo + b) * 65536, 0);
+        if (w->rc == 0)
+            w->last[b] = v;
+        w->rounds++;
+    }
+    free(buf);
+    return NULL;
+}
+
+static void parity_spare_cluster(int level, unsigned nd)
+{
+    struct clr_array *a, *b, *n[2];
+    struct pattern_writer w[2];
+    pthread_t th[2];
+    atomic_int stop = 0;
+    struct clr_err e = { "" };
+    uint8_t *rd = aligned_alloc(4096, 65536);
+    char spare[400];
+    uint64_t half;
+    struct tarr t;
+    int fd;
+
+    make_array(&t, level, 2, nd, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    n[0] = a;
+    n[1] = b;
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    half = clr_array_size(a) / 65536 / 2;
+    if (clr_array_fail_device(a, t.path[1], &e) != 0 || clr_array_remove_device(a, t.path[1], &e) != 0)
+        fail_msg("fail/remove: %s", e.msg);
+    for (unsigned i = 0; i < 2; i++) {
+        w[i] = (struct pattern_writer){ .a = n[i], .lo = i * half, .n = half, .stop = &stop };
+        w[i].last = calloc(half, 1);
+        pthread_create(&th[i], NULL, pattern_main, &w[i]);
+    }
+    snprintf(spare, sizeof spare, "%s/d7", t.dir);
+    fd = open(spare, O_RDWR | O_CREAT, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)t.dev_bytes), 0);
+    close(fd);
+    if (clr_array_add_device(a, spare, &e) != 0)
+        fail_msg("add: %s", e.msg);
+    WAIT_FOR(dev_is(a, spare, "in_sync"), 30000);
+    WAIT_FOR(dev_is(b, spare, "in_sync"), 10000);
+    atomic_store(&stop, 1);
+    for (unsigned i = 0; i < 2; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(w[i].rc, 0);
+    }
+    printf("  raid%d: %u + %u writes while the spare was rebuilt\n", level, w[0].rounds, w[1].rounds);
+    wait_idle(a);
+    wait_idle(b);
+    assert_int_equal(check_mismatches(b), 0);
+    /* the rebuilt member's data is right: fail another member, read all */
+    if (clr_array_fail_device(b, t.path[2], &e) != 0)
+        fail_msg("fail: %s", e.msg);
+    WAIT_FOR(dev_is(a, t.path[2], "faulty"), 5000);
+    for (unsigned i = 0; i < 2; i++)
+        for (uint64_t k = 0; k < half; k++) {
+            uint8_t want = w[i].last[k];
+
+            if (!want)
+                continue;
+            assert_int_equal(clr_array_pread(n[1 - i], rd, 65536, (w[i].lo + k) * 65536), 0);
+            if (rd[0] != want || rd[65535] != want)
+                fail_msg("block %" PRIu64 " reads 0x%02x, last written 0x%02x", w[i].lo + k, rd[0], want);
+        }
+    assert_int_equal(clr_array_stop(a), 0);
+    assert_int_equal(clr_array_stop(b), 0);
+    clr_array_free(a);
+    clr_array_free(b);
+    free(w[0].last);
+    free(w[1].last);
+    free(rd);
+    rmfiles(&t);
+}
+
+static void test_raid5_spare_cluster(void **s)
+{
+    (void)s;
+    parity_spare_cluster(5, 4);
+}
+
+static void test_raid6_spare_cluster(void **s)
+{
+    (void)s;
+    parity_spare_cluster(6, 5);
+}
+
 /* ---- a node restarting while a survivor takes its old slot over ---- */
 
 static bool slot_has_bits(const char *path, unsigned slot)
@@ -2626,6 +2740,8 @@ int main(void)
         cmocka_unit_test(test_policy_hold_reservation),
         cmocka_unit_test(test_readd_under_load),
         cmocka_unit_test(test_far2_cluster),
+        cmocka_unit_test(test_raid5_spare_cluster),
+        cmocka_unit_test(test_raid6_spare_cluster),
         cmocka_unit_test(test_offset2_cluster),
         cmocka_unit_test(test_rejoin_during_takeover),
         cmocka_unit_test(test_start_during_readd),
