@@ -416,21 +416,20 @@ int clr_arr_plog_retire(struct arr_plog *pl)
 {
     if (!pl)
         return 0;
+    /* The caller's entries are all DONE already (its zone is drained, or
+     * every write is): one header per role written from now on drops
+     * them.  Entries that finish meanwhile are not waited for, so that
+     * steady writes elsewhere cannot keep this loop going. */
     clr_mutex_lock(&pl->mu);
     for (unsigned r = 0; r < pl->nroles; r++) {
         struct pl_role *ro = &pl->role[r];
+        bool any = false;
 
-        for (;;) {
-            bool any = false;
-
-            for (unsigned i = 0; i < CLR_PLOG_MAX_ENTRIES && !any; i++)
-                any = ro->ent[i].state == PL_DONE;
-            if (!any)
-                break;
-            if (ro->writing) {
-                clr_cond_wait(&pl->cv, &pl->mu);
-                continue;
-            }
+        while (ro->writing)
+            clr_cond_wait(&pl->cv, &pl->mu);
+        for (unsigned i = 0; i < CLR_PLOG_MAX_ENTRIES && !any; i++)
+            any = ro->ent[i].state == PL_DONE;
+        if (any) {
             ro->writing = true;
             write_header_locked(pl, r);
         }
