@@ -607,6 +607,9 @@ void clr_arr_plog_done(struct arr_plog *pl, struct arr_plog_tok *tok, bool compl
 unsigned clr_arr_plog_named(struct arr_plog *pl, uint64_t s0, uint64_t n);
 /* headers without the completed entries, durable on every role */
 int clr_arr_plog_retire(struct arr_plog *pl);
+/* zeroes every slot's log area on @m, a member about to be rebuilt
+ * (NULL @pl: nothing to do) */
+int clr_arr_plog_wipe(struct arr_plog *pl, struct arr_member *m);
 /* makes good slot @slot's log, then empties it (recovery lock held) */
 int clr_arr_plog_replay(struct arr_plog *pl, unsigned slot, uint64_t *applied);
 void clr_arr_plog_status(struct arr_plog *pl, json_object *z);

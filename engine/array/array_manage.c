@@ -668,6 +668,9 @@ static int readd_announce(struct clr_array *a, struct arr_member *m, int role, u
         return clr_err_set(e, rc, "%s: re-add not taken by every node (%s): rolled back, it stays faulty",
                            path, strerror(-rc));
     }
+    /* clustered RAID5/6: its partial-parity logs predate its failure;
+     * wiped before the pass can mark it in sync (a failure is logged) */
+    clr_arr_plog_wipe(a->plog, m);
     clr_mutex_lock(&a->lock);
     if (m->state == ARR_M_REBUILDING && m->bitmap_recovery)
         m->bits_gathered = true; /* the pass may mark it in sync */

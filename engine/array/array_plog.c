@@ -439,6 +439,35 @@ int clr_arr_plog_retire(struct arr_plog *pl)
     return 0;
 }
 
+/* ---- a member rebuilt ---- */
+
+int clr_arr_plog_wipe(struct arr_plog *pl, struct arr_member *m)
+{
+    struct clr_array *a;
+    uint8_t *zero = NULL;
+    int rc;
+
+    if (!pl)
+        return 0;
+    a = pl->a;
+    /* Headers written before the member failed (ours or another node's)
+     * would be taken as the newest once it is in sync again, until that
+     * node next writes a header there.  Writes meanwhile are no loss:
+     * while it rebuilds its logs are not read, and a header written over
+     * a wiped copy is newer than anything the wipe removed. */
+    rc = clr_io_alloc((void **)&zero, PL_AREA_OFF);
+    if (rc)
+        return rc;
+    memset(zero, 0, PL_AREA_OFF);
+    for (unsigned s = 0; s < pl->lay.slots && rc == 0; s++)
+        rc = clr_io_pwrite(m->io, zero, PL_AREA_OFF, area_of(pl, s), s + 1 == pl->lay.slots ? CLR_IO_FUA : 0);
+    clr_io_free(zero);
+    if (rc)
+        clr_arr_log(a, LOG_ERR, "%s: cannot clear its partial-parity logs before the rebuild: %s", m->path,
+                    strerror(-rc));
+    return rc;
+}
+
 /* ---- replay ---- */
 
 struct rp_hdr {

@@ -409,6 +409,13 @@ static int run_recover(struct clr_array *a, struct arr_member *m)
         arr_cl_resync_end(a);
         return rc > 0 ? 0 : rc;
     }
+    /* its partial-parity logs predate its failure: none may be read once
+     * it is back in sync (the replay ignores it while it rebuilds) */
+    rc = clr_arr_plog_wipe(a->plog, m);
+    if (rc) {
+        arr_cl_resync_end(a);
+        return rc;
+    }
     clr_mutex_lock(&a->lock);
     start = ds = m->recovery_offset;
     clr_mutex_unlock(&a->lock);

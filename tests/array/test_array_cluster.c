@@ -2217,6 +2217,56 @@ static void test_plog_own_log(void **s)
     rmfiles(&t);
 }
 
+/* A member re-added after a failure must not bring its old log headers
+ * back.  Node 0 logs a write to chunk 0 of stripe 0 on member 3 (P); the
+ * member fails and node 0 writes chunk 1 (no log: no parity member); the
+ * member is re-added and rebuilt.  Then member 2 fails and node 0 dies:
+ * a replay of the old header would rebuild parity from chunk 1's old
+ * value, and chunk 2 would read 0x77.  The rebuild wiped the member's
+ * logs first. */
+static void test_plog_readd_forgets_old_log(void **s)
+{
+    struct clr_array *a, *b;
+    uint8_t *buf = aligned_alloc(4096, 3 * PL_CHUNK), *rd = aligned_alloc(4096, PL_CHUNK);
+    struct clr_err e = { "" };
+    struct tarr t;
+
+    (void)s;
+    make_array(&t, 5, 2, 4, 2, 32ull << 20, 512, true);
+    a = start_node(&t, 0);
+    b = start_node(&t, 1);
+    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
+    plog_fill_stripe0(a, buf);
+    memset(buf, 0x55, 4096);
+    assert_int_equal(clr_array_pwrite(a, buf, 4096, 0, 0), 0);
+    if (clr_array_fail_device(b, t.path[3], &e) != 0 || clr_array_remove_device(b, t.path[3], &e) != 0)
+        fail_msg("fail/remove: %s", e.msg);
+    WAIT_FOR(!dev_is(a, t.path[3], "in_sync"), 5000);
+    memset(buf, 0x66, 4096);
+    assert_int_equal(clr_array_pwrite(a, buf, 4096, PL_CHUNK, 0), 0);
+    if (clr_array_readd_device(a, t.path[3], &e) != 0)
+        fail_msg("re-add: %s", e.msg);
+    WAIT_FOR(dev_is(a, t.path[3], "in_sync"), 20000);
+    WAIT_FOR(dev_is(b, t.path[3], "in_sync"), 10000);
+    wait_idle(a);
+    wait_idle(b);
+    if (clr_array_fail_device(b, t.path[2], &e) != 0)
+        fail_msg("fail: %s", e.msg);
+    WAIT_FOR(dev_is(a, t.path[2], "faulty"), 5000);
+    assert_int_equal(clr_array_crash(a), 0);
+    clr_array_free(a);
+    WAIT_FOR(st_int(b, "cluster.recovered_slots") == 1, 10000);
+    wait_idle(b);
+    plog_expect(b, rd, 0, 4096, 0x55);
+    plog_expect(b, rd, 1, 4096, 0x66);
+    plog_expect(b, rd, 2, PL_CHUNK, 0x33);
+    assert_int_equal(clr_array_stop(b), 0);
+    clr_array_free(b);
+    free(buf);
+    free(rd);
+    rmfiles(&t);
+}
+
 /* ---- helpers for the rebuild-ownership tests ---- */
 
 static const char *st_str(struct clr_array *a, const char *path, char *buf, size_t len)
@@ -2719,6 +2769,7 @@ int main(void)
         cmocka_unit_test(test_plog_write_hole_raid6),
         cmocka_unit_test(test_plog_retire_on_handoff),
         cmocka_unit_test(test_plog_own_log),
+        cmocka_unit_test(test_plog_readd_forgets_old_log),
         cmocka_unit_test(test_device_failure),
         cmocka_unit_test(test_takeover),
         cmocka_unit_test(test_lost_node_holds_writes),
