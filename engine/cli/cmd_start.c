@@ -59,9 +59,10 @@ static void start_usage(FILE *f)
                "  --lock local (default) runs it on this node alone (bitmap slot 0);\n"
                "  --lock cpg or dlm joins the array's cluster (lockspace = array UUID;\n"
                "  clraid-UUID in the kernel DLM with dlm), every node running\n"
-               "  'clraid start' on the same shared devices (RAID1 and RAID10 near\n"
-               "  layouts; one bitmap slot per node).  Refused while a kernel\n"
-               "  md-cluster node has the array assembled.\n"
+               "  'clraid start' on the same shared devices (RAID1, RAID10, and\n"
+               "  RAID5/6 under stripe-zone locks with a partial-parity log; one\n"
+               "  bitmap slot per node).  Refused while a kernel md-cluster node has\n"
+               "  the array assembled.\n"
                "  --skip-stale leaves stale or faulty members out (warning) and starts\n"
                "  degraded if enough remain; re-add them with 'clraid re-add'.\n"
                "  --bitmap=all-dirty holds every bitmap chunk dirty while running: no\n"
@@ -76,7 +77,9 @@ static void start_usage(FILE *f)
                "  members, too few in sync), 2 (the arguments, or an array this lock\n"
                "  cannot run) or 3 (this node: a member, the run directory, nbdkit or\n"
                "  the plugin is missing or unusable here).\n"
-               "  CLRAID_NBDKIT_PLUGIN overrides the plugin path (" CLR_NBDKIT_PLUGIN_PATH ").\n");
+               "  The nbdkit plugin: CLRAID_NBDKIT_PLUGIN if set; else, run from its\n"
+               "  build tree, the plugin built there (.libs/); else the installed one\n"
+               "  (" CLR_NBDKIT_PLUGIN_PATH ").\n");
 }
 
 /* The options into @r; the name and the member arguments are left at
@@ -336,11 +339,37 @@ static bool can_exec(const char *prog)
 
 /* Step 6: the engine's parts: the plugin, and (--dry-run, where start
  * would only learn it from the engine's failure) the nbdkit command. */
+/* The plugin: CLRAID_NBDKIT_PLUGIN; else, for a clraid run from its build
+ * tree (config.status next to it), the plugin built there (libtool puts
+ * it in .libs/); else the installed one. */
+static const char *plugin_path(void)
+{
+    static char buf[PATH_MAX + 64];
+    const char *env = getenv("CLRAID_NBDKIT_PLUGIN");
+    char self[PATH_MAX];
+    ssize_t n;
+    char *slash;
+
+    if (env && *env)
+        return env;
+    n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return CLR_NBDKIT_PLUGIN_PATH;
+    self[n] = '\0';
+    slash = strrchr(self, '/');
+    if (!slash)
+        return CLR_NBDKIT_PLUGIN_PATH;
+    *slash = '\0';
+    snprintf(buf, sizeof buf, "%s/config.status", self);
+    if (access(buf, F_OK) != 0)
+        return CLR_NBDKIT_PLUGIN_PATH;
+    snprintf(buf, sizeof buf, "%s/.libs/nbdkit-clraid-plugin.so", self);
+    return access(buf, R_OK) == 0 ? buf : CLR_NBDKIT_PLUGIN_PATH;
+}
+
 static int start_check_engine(struct start_req *r)
 {
-    r->plugin = getenv("CLRAID_NBDKIT_PLUGIN");
-    if (!r->plugin || !*r->plugin)
-        r->plugin = CLR_NBDKIT_PLUGIN_PATH;
+    r->plugin = plugin_path();
     if (access(r->plugin, R_OK) != 0) {
         clr_cli_error("start", "nbdkit plugin %s: %s (install clraid or set CLRAID_NBDKIT_PLUGIN)", r->plugin,
                       strerror(errno));

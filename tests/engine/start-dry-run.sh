@@ -91,6 +91,22 @@ dry 2 "a bad name" ../x "$TESTDIR/a0"
     dry 3 "no plugin" a $A
     grep -q "nbdkit plugin /nonexistent/plugin.so" "$TESTDIR/err" || fail "message"
 )
+# Without CLRAID_NBDKIT_PLUGIN: the clraid of a build tree finds the plugin
+# built next to it; the same binary elsewhere looks for the installed one.
+if [ -e "$top_builddir/config.status" ]; then
+    (
+        unset CLRAID_NBDKIT_PLUGIN
+        dry 0 "no CLRAID_NBDKIT_PLUGIN, clraid of the build tree: its plugin" a $A
+        mkdir -p "$TESTDIR/bin"
+        cp "$CLRAID" "$TESTDIR/bin/clraid"
+        inst=$("$CLRAID" start --help 2>&1 | sed -n 's/^  (\(.*nbdkit-clraid-plugin\.so\))\.$/\1/p')
+        [ -n "$inst" ] || fail "start --help names no installed plugin path"
+        if [ ! -e "$inst" ]; then
+            CLRAID=$TESTDIR/bin/clraid dry 3 "no CLRAID_NBDKIT_PLUGIN, clraid outside a build tree" a $A
+            grep -q "nbdkit plugin $inst" "$TESTDIR/err" || fail "message"
+        fi
+    )
+fi
 
 # Each refusal is the line start prints, and start exits 1 on it.
 for c in "a $TESTDIR/a0 $TESTDIR/o1" "a $A --lock zk" "a $TESTDIR/a0 $TESTDIR/nope"; do
