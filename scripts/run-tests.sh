@@ -18,35 +18,29 @@ fi
 make -j"$jobs"
 # Every program and file the tests need, and no test yet.
 make -j"$jobs" check TESTS= >/dev/null
-# Three lanes, side by side (Makefile.am): the tests in tests/uml/ one
-# after another (each boots User-Mode Linux instances, and two at once
-# starve each other); the live Pacemaker clusters, mdadm's checks and the
-# RAID1 simulator one after another; and the rest of the suite.  In one
-# `make -j2 check` the next UML test waited for a job slot behind whatever
-# make had started in the meantime (up to three minutes of a run here).
-# Each test's start goes to tests/starts.txt for the list of the longest
-# below.
-rm -f tests/starts.txt lane-uml.log lane-pcmk.log
+# Two lanes, side by side (Makefile.am): the tests in tests/uml/ one after
+# another (each boots User-Mode Linux instances, and two at once starve
+# each other) and then the policy daemon's three-node Pacemaker test; and
+# the rest of the suite.  In one `make -j2 check` the next UML test waited for a job slot
+# behind whatever make had started in the meantime (up to three minutes of
+# a run here).  Each test's start goes to tests/starts.txt for the list of
+# the longest below.
+rm -f tests/starts.txt lane-uml.log
 stamp='echo "$$(date +%s) $@" >>tests/starts.txt;'
 set +e
 make check-lane-uml TESTS_ENVIRONMENT="$stamp" >lane-uml.out 2>&1 &
 uml_pid=$!
-make check-lane-pcmk TESTS_ENVIRONMENT="$stamp" >lane-pcmk.out 2>&1 &
-pcmk_pid=$!
 # the UML lane keeps a CPU busy: the rest gets the others (one of two)
 make -j"$((jobs > 2 ? jobs - 1 : 1))" check-lane-rest TESTS_ENVIRONMENT="$stamp"
 rc=$?
 wait "$uml_pid"
 uml_rc=$?
-wait "$pcmk_pid"
-pcmk_rc=$?
 set -e
-cat lane-uml.out lane-pcmk.out
+cat lane-uml.out
 [ "$uml_rc" = 0 ] || rc=$uml_rc
-[ "$pcmk_rc" = 0 ] || rc=$pcmk_rc
 count() {
     n=0
-    for log in test-suite.log lane-uml.log lane-pcmk.log; do
+    for log in test-suite.log lane-uml.log; do
         c=$(sed -n "s/^# $1: *//p" "$log" 2>/dev/null | head -n 1)
         n=$((n + ${c:-0}))
     done
