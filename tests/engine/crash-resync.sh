@@ -41,7 +41,8 @@ for level in ${CRASH_LEVELS:-1}; do
     [ "$resynced" -lt $((size / 4)) ] || fail "raid$level: resync rewrote $resynced of $size bytes: not only the dirty regions"
     same $name "$TESTDIR/data"
     zero_mismatches $name
-    [ "$(st $name .state)" = clean ] || [ "$(st $name .state)" = active ] || fail "raid$level: state $(st $name .state)"
+    state=$(st $name .state)
+    [ "$state" = clean ] || [ "$state" = active ] || fail "raid$level: state '$state' (not clean or active)"
     engine_stop $name
     echo "ok: raid$level kill -9 + restart"
 done
