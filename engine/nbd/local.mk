@@ -1,5 +1,6 @@
 # engine/nbd: the nbdkit plugin, the resident engine's front end.
-plugindir = $(libdir)/nbdkit/plugins
+# nbdkit's own plugindir (configure --with-nbdkit-plugindir)
+plugindir = $(NBDKIT_PLUGINDIR)
 plugin_LTLIBRARIES = nbdkit-clraid-plugin.la
 nbdkit_clraid_plugin_la_SOURCES = engine/nbd/clraid_plugin.c
 nbdkit_clraid_plugin_la_CFLAGS = $(AM_CFLAGS) $(NBDKIT_CFLAGS) $(JSONC_CFLAGS)

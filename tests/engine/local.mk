@@ -27,3 +27,4 @@ EXTRA_DIST += tests/engine/engine-functions.sh
 check_DATA += nbdkit-clraid-plugin.la
 # clraid start --dry-run, which ocf/clraid validates its parameters with.
 ENGINE_TESTS += tests/engine/start-dry-run.sh
+ENGINE_TESTS += tests/engine/install-paths.sh

@@ -2,14 +2,18 @@
 # crm templates, and their tests (offline pcs/crm_simulate/crm_verify, the
 # agent against a fake and the real engine, a live single-node Pacemaker).
 
-# Pacemaker looks for agents under /usr/lib/ocf whatever the prefix.
-ocfdir = $(prefix)/lib/ocf/resource.d/clraid
+# Pacemaker looks for agents under /usr/lib/ocf whatever the prefix
+# (configure --with-ocf-root).
+ocfdir = $(OCF_ROOT_DIR)/resource.d/clraid
 dist_ocf_SCRIPTS = ocf/clraid
 
 crmtemplatesdir = $(datadir)/clraid/crm-templates
 dist_crmtemplates_DATA = \
 	crm-templates/pcs-clraid-cpg.sh \
-	crm-templates/pcs-clraid-dlm.sh \
+	crm-templates/pcs-clraid-dlm.sh
+# (their own directory: a plain _DATA list would flatten crmsh/ away)
+crmshtemplatesdir = $(crmtemplatesdir)/crmsh
+dist_crmshtemplates_DATA = \
 	crm-templates/crmsh/clraid-cpg \
 	crm-templates/crmsh/clraid-dlm
 
