@@ -68,6 +68,9 @@ struct arr_member {
                                      * began (0: none): an older or equal
                                      * superblock's FAULTY predates it */
     struct clr_io_dev *io;
+    /* legs submitted to it here (data, sync and rebuild I/O; not the
+     * superblock and bitmap writes), and their bytes: status, metrics */
+    atomic_uint_fast64_t n_reads, n_writes, read_bytes, write_bytes;
     /* I/O errors it returned here (each failed leg), by the policy's errno class
      * (agent/policy.h): media, path, reservation conflict; under a->lock */
     uint32_t io_errors[3];

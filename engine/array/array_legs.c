@@ -20,6 +20,13 @@ void clr_arr_leg_submit(struct arr_leg *l, struct clr_io_wg *wg, struct arr_memb
 
     *l = (struct arr_leg){ .wg = wg, .m = m, .write = write };
     clr_io_wg_add(wg, 1);
+    if (write) {
+        atomic_fetch_add_explicit(&m->n_writes, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&m->write_bytes, len, memory_order_relaxed);
+    } else {
+        atomic_fetch_add_explicit(&m->n_reads, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&m->read_bytes, len, memory_order_relaxed);
+    }
     if (write && !buf) /* mirrors: write zeroes without a data buffer */
         s = clr_io_zero(m->io, len, arr_dev_off(m, dsec), clr_arr_leg_done, l);
     else if (write)

@@ -143,6 +143,11 @@ json_object *clr_array_status_json(struct clr_array *a)
         json_object_object_add(d, "io_errors", x);
         /* requests in flight and none completed for this long (a hang,
          * once it passes the policy's io_timeout) */
+        json_object_object_add(d, "reads", json_object_new_int64((int64_t)atomic_load(&m->n_reads)));
+        json_object_object_add(d, "writes", json_object_new_int64((int64_t)atomic_load(&m->n_writes)));
+        json_object_object_add(d, "read_bytes", json_object_new_int64((int64_t)atomic_load(&m->read_bytes)));
+        json_object_object_add(d, "write_bytes",
+                               json_object_new_int64((int64_t)atomic_load(&m->write_bytes)));
         json_object_object_add(d, "stalled_ms",
                                json_object_new_int64(m->io ? (int64_t)clr_io_dev_stall_ms(m->io) : 0));
         if (m->held ||

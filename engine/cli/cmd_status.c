@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,17 +258,243 @@ static int status_once(const char *dir, char **names, size_t n, bool json)
     return ret;
 }
 
+/* ---- --prometheus: node_exporter's textfile format ---- */
+
+/* @s as a label value: backslash, double quote and newline escaped. */
+static void prom_label(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"')
+            fprintf(f, "\\%c", *s);
+        else if (*s == '\n')
+            fputs("\\n", f);
+        else
+            fputc(*s, f);
+    }
+}
+
+static void prom_family(FILE *f, const char *name, const char *type, const char *help)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* One sample: @name{array="A"[,@k="@v"]...} @value. */
+static void prom_sample(FILE *f, const char *name, const char *array, const char *const *kv, double value)
+{
+    fprintf(f, "%s{array=\"", name);
+    prom_label(f, array);
+    fputc('"', f);
+    for (; kv && kv[0]; kv += 2) {
+        fprintf(f, ",%s=\"", kv[0]);
+        prom_label(f, kv[1]);
+        fputc('"', f);
+    }
+    fprintf(f, "} %.17g\n", value);
+}
+
+/* The member's name in labels: its path. */
+static const char *dev_path(json_object *d)
+{
+    return jstr(d, "path", "?");
+}
+
+/* Every family once, its samples for every array together (the format
+ * wants a family's samples contiguous). */
+static void print_prometheus(FILE *f, char **names, json_object **st, size_t n)
+{
+    static const struct {
+        const char *name, *type, *help, *path;
+    } scalars[] = {
+        { "clraid_size_bytes", "gauge", "Size of the array's export in bytes.", "size_bytes" },
+        { "clraid_raid_disks", "gauge", "Member roles of the array (raid_disks).", "raid_disks" },
+        { "clraid_last_check_mismatches", "gauge", "Mismatched sectors the last check or repair found.",
+          "last_check.mismatches" },
+        { "clraid_last_resync_bytes", "gauge", "Bytes the last resync or recovery pass rewrote.",
+          "last_resync.bytes" },
+        { "clraid_bitmap_dirty_chunks", "gauge", "Write-intent bitmap chunks dirty in this node's slot.",
+          "bitmap.dirty_chunks" },
+        { "clraid_reads_total", "counter", "Client reads the engine served.", "counters.reads" },
+        { "clraid_writes_total", "counter", "Client writes the engine served.", "counters.writes" },
+        { "clraid_bitmap_flushes_total", "counter", "Bitmap writes to the members.",
+          "counters.bitmap_flushes" },
+        { "clraid_lock_ops_total", "counter", "Cluster lock requests and releases of this node.",
+          "counters.lock_ops" },
+        { "clraid_messages_total", "counter", "Cluster messages this node sent.", "counters.messages" },
+    };
+    static const struct {
+        const char *name, *help, *path;
+    } mcounters[] = {
+        { "clraid_member_reads_total", "Reads this node sent to the member.", "reads" },
+        { "clraid_member_writes_total", "Writes this node sent to the member.", "writes" },
+        { "clraid_member_read_bytes_total", "Bytes this node read from the member.", "read_bytes" },
+        { "clraid_member_written_bytes_total", "Bytes this node wrote to the member.", "write_bytes" },
+    };
+    static const char *const eclass[] = { "media", "path", "reservation" };
+
+    prom_family(f, "clraid_up", "gauge", "1 if the array's engine answered, 0 if not.");
+    for (size_t i = 0; i < n; i++)
+        prom_sample(f, "clraid_up", names[i], NULL, st[i] ? 1 : 0);
+    prom_family(f, "clraid_array_state", "gauge", "1 for the array's state (clean, active, degraded, ...).");
+    for (size_t i = 0; i < n; i++)
+        if (st[i]) {
+            const char *kv[] = { "state", jstr(st[i], "state", "unknown"), "level", jstr(st[i], "level", "?"),
+                                 NULL };
+
+            prom_sample(f, "clraid_array_state", names[i], kv, 1);
+        }
+    prom_family(f, "clraid_degraded_members", "gauge", "Member roles without an in-sync member.");
+    for (size_t i = 0; i < n; i++) {
+        json_object *devs = st[i] ? clr_json_path(st[i], "devices") : NULL;
+        int64_t in_sync = 0;
+
+        if (!st[i])
+            continue;
+        for (size_t k = 0; devs && k < json_object_array_length(devs); k++) {
+            json_object *d = json_object_array_get_idx(devs, k), *role = clr_json_path(d, "role");
+
+            in_sync += role && !json_object_is_type(role, json_type_null) &&
+                       strcmp(jstr(d, "state", ""), "in_sync") == 0;
+        }
+        prom_sample(f, "clraid_degraded_members", names[i], NULL,
+                    (double)(jint(st[i], "raid_disks") - in_sync));
+    }
+    for (size_t s = 0; s < sizeof scalars / sizeof scalars[0]; s++) {
+        prom_family(f, scalars[s].name, scalars[s].type, scalars[s].help);
+        for (size_t i = 0; i < n; i++)
+            if (st[i])
+                prom_sample(f, scalars[s].name, names[i], NULL, (double)jint(st[i], scalars[s].path));
+    }
+    prom_family(f, "clraid_sync_active", "gauge", "1 while a sync action runs, by action.");
+    for (size_t i = 0; i < n; i++)
+        if (st[i]) {
+            const char *act = jstr(st[i], "sync_action", "idle");
+            const char *kv[] = { "action", act, NULL };
+
+            prom_sample(f, "clraid_sync_active", names[i], kv, strcmp(act, "idle") != 0);
+        }
+    prom_family(f, "clraid_sync_progress_ratio", "gauge", "Position of the running sync action, 0 to 1.");
+    for (size_t i = 0; i < n; i++) {
+        json_object *p = st[i] ? clr_json_path(st[i], "sync_progress") : NULL;
+
+        if (p && !json_object_is_type(p, json_type_null) && jint(p, "total_bytes") > 0)
+            prom_sample(f, "clraid_sync_progress_ratio", names[i], NULL,
+                        (double)jint(p, "position_bytes") / (double)jint(p, "total_bytes"));
+    }
+    prom_family(f, "clraid_sync_speed_bytes_per_second", "gauge", "Speed of the running sync action.");
+    for (size_t i = 0; i < n; i++) {
+        json_object *p = st[i] ? clr_json_path(st[i], "sync_progress") : NULL;
+
+        if (p && !json_object_is_type(p, json_type_null))
+            prom_sample(f, "clraid_sync_speed_bytes_per_second", names[i], NULL,
+                        (double)jint(p, "rate_kib_s") * 1024);
+    }
+    prom_family(f, "clraid_cluster_members", "gauge", "Nodes this node sees running the array.");
+    for (size_t i = 0; i < n; i++)
+        if (st[i] && clr_json_path(st[i], "cluster.members"))
+            prom_sample(f, "clraid_cluster_members", names[i], NULL, (double)jint(st[i], "cluster.members"));
+    prom_family(f, "clraid_member_state", "gauge",
+                "1 for each member's state (in_sync, rebuilding, faulty, ...).");
+    for (size_t i = 0; i < n; i++) {
+        json_object *devs = st[i] ? clr_json_path(st[i], "devices") : NULL;
+
+        for (size_t k = 0; devs && k < json_object_array_length(devs); k++) {
+            json_object *d = json_object_array_get_idx(devs, k);
+            const char *kv[] = { "member", dev_path(d), "state", jstr(d, "state", "unknown"), NULL };
+
+            prom_sample(f, "clraid_member_state", names[i], kv, 1);
+        }
+    }
+    for (size_t c = 0; c < sizeof mcounters / sizeof mcounters[0]; c++) {
+        prom_family(f, mcounters[c].name, "counter", mcounters[c].help);
+        for (size_t i = 0; i < n; i++) {
+            json_object *devs = st[i] ? clr_json_path(st[i], "devices") : NULL;
+
+            for (size_t k = 0; devs && k < json_object_array_length(devs); k++) {
+                json_object *d = json_object_array_get_idx(devs, k);
+                const char *kv[] = { "member", dev_path(d), NULL };
+
+                prom_sample(f, mcounters[c].name, names[i], kv, (double)jint(d, mcounters[c].path));
+            }
+        }
+    }
+    prom_family(f, "clraid_member_io_errors_total", "counter",
+                "I/O errors the member returned on this node, by class (media, path, reservation).");
+    for (size_t i = 0; i < n; i++) {
+        json_object *devs = st[i] ? clr_json_path(st[i], "devices") : NULL;
+
+        for (size_t k = 0; devs && k < json_object_array_length(devs); k++) {
+            json_object *d = json_object_array_get_idx(devs, k);
+
+            for (size_t e = 0; e < 3; e++) {
+                char path[64];
+                const char *kv[] = { "member", dev_path(d), "class", eclass[e], NULL };
+
+                snprintf(path, sizeof path, "io_errors.%s", eclass[e]);
+                prom_sample(f, "clraid_member_io_errors_total", names[i], kv, (double)jint(d, path));
+            }
+        }
+    }
+}
+
+/* Writes the metrics of every array to @file (atomically: a temporary file
+ * renamed over it, as node_exporter's textfile collector wants), or to
+ * stdout (@file NULL). */
+static int prometheus_once(const char *dir, char **names, size_t n, const char *file)
+{
+    json_object **st = calloc(n ? n : 1, sizeof *st);
+    char tmp[4096];
+    FILE *f = stdout;
+    int ret = 0;
+
+    if (!st)
+        return 1;
+    for (size_t i = 0; i < n; i++)
+        if (clr_cli_ctl("status", dir, names[i], "status", NULL, CLR_CTL_TIMEOUT_MS, &st[i]) != 0) {
+            st[i] = NULL;
+            ret = 1;
+        }
+    if (file) {
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", file, (long)getpid());
+        f = fopen(tmp, "w");
+        if (!f) {
+            clr_cli_error("status", "cannot write %s: %s (check the directory)", tmp, strerror(errno));
+            ret = 1;
+            goto out;
+        }
+    }
+    print_prometheus(f, names, st, n);
+    if (file) {
+        bool bad = ferror(f) != 0;
+
+        if (fclose(f) != 0 || bad || rename(tmp, file) != 0) {
+            clr_cli_error("status", "cannot write %s: %s", file, strerror(errno));
+            unlink(tmp);
+            ret = 1;
+        }
+    } else {
+        fflush(stdout);
+    }
+out:
+    for (size_t i = 0; i < n; i++)
+        json_object_put(st[i]);
+    free(st);
+    return ret;
+}
+
 int clr_cmd_status(int argc, char **argv)
 {
     static const struct option opts[] = {
         { "run-dir", required_argument, NULL, 'r' },
         { "json", no_argument, NULL, 'j' },
         { "watch", no_argument, NULL, 'w' },
+        { "prometheus", no_argument, NULL, 'p' },
+        { "prometheus-file", required_argument, NULL, 'P' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     const char *dir = CLR_RUN_DIR_DEFAULT;
-    bool json = false, watch = false;
+    bool json = false, watch = false, prom = false;
+    const char *prom_file = NULL;
     char **names = NULL;
     size_t n = 0;
     int c, ret;
@@ -283,8 +510,19 @@ int clr_cmd_status(int argc, char **argv)
         case 'w':
             watch = true;
             break;
+        case 'p':
+            prom = true;
+            break;
+        case 'P':
+            prom = true;
+            prom_file = optarg;
+            break;
         case 'h':
-            printf("usage: clraid status [NAME] [--json] [--watch] [--run-dir DIR]\n");
+            printf("usage: clraid status [NAME] [--json | --prometheus | --prometheus-file FILE] [--watch]\n"
+                   "                     [--run-dir DIR]\n"
+                   "  --prometheus prints the metrics in the Prometheus text format;\n"
+                   "  --prometheus-file FILE writes them to FILE (a temporary file renamed over\n"
+                   "  it), for node_exporter's textfile collector (FILE ending in .prom).\n");
             return 0;
         default:
             clr_cli_error("status", "bad option (run 'clraid status --help')");
@@ -293,6 +531,10 @@ int clr_cmd_status(int argc, char **argv)
     }
     if (argc - optind > 1) {
         clr_cli_error("status", "give at most one array name: clraid status [NAME]");
+        return 1;
+    }
+    if (prom && (json || watch)) {
+        clr_cli_error("status", "--prometheus goes alone: not with --json or --watch");
         return 1;
     }
     if (argc - optind == 1) {
@@ -309,11 +551,18 @@ int clr_cmd_status(int argc, char **argv)
             clr_cli_error("status", "cannot read the run directory %s: %s", dir, strerror(-rc));
             return 1;
         }
-        if (n == 0 && !json) {
+        if (n == 0 && !json && !prom) {
             printf("no arrays running in %s\n", dir);
             free(names);
             return 0;
         }
+    }
+    if (prom) {
+        ret = prometheus_once(dir, names, n, prom_file);
+        for (size_t i = 0; i < n; i++)
+            free(names[i]);
+        free(names);
+        return ret;
     }
     for (;;) {
         if (watch && isatty(STDOUT_FILENO))

@@ -28,3 +28,4 @@ check_DATA += nbdkit-clraid-plugin.la
 # clraid start --dry-run, which ocf/clraid validates its parameters with.
 ENGINE_TESTS += tests/engine/start-dry-run.sh
 ENGINE_TESTS += tests/engine/install-paths.sh
+ENGINE_TESTS += tests/engine/metrics.sh

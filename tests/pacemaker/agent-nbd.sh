@@ -124,6 +124,12 @@ export OCF_RESKEY_nbd_device=/dev/nbd0
 	echo "ok: attribute clraid-r1-nbd=/dev/nbd0"
 	expect_rc 0 "monitor, attached" monitor
 	OCF_CHECK_LEVEL=20 expect_rc 0 "monitor depth 20, attached" monitor
+	# metrics_file: every monitor writes the node_exporter textfile
+	OCF_RESKEY_metrics_file="$TESTDIR/clraid-r1.prom" expect_rc 0 "monitor with metrics_file" monitor
+	grep -qx 'clraid_up{array="r1"} 1' "$TESTDIR/clraid-r1.prom" ||
+		fail "metrics_file: no clraid_up 1 in $(head -c 300 "$TESTDIR/clraid-r1.prom")"
+	OCF_RESKEY_metrics_file="$TESTDIR/no/such/dir/m.prom" expect_rc 0 "monitor, metrics_file unwritable (a warning)" monitor
+	echo "ok: metrics_file written by monitor; an unwritable one only warns"
 	: >"$LOG"
 	expect_rc 0 "start again (already running)" start
 	! grep -q '^nbd-client -unix' "$LOG" || fail "attached twice"
