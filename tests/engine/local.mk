@@ -29,3 +29,4 @@ check_DATA += nbdkit-clraid-plugin.la
 ENGINE_TESTS += tests/engine/start-dry-run.sh
 ENGINE_TESTS += tests/engine/install-paths.sh
 ENGINE_TESTS += tests/engine/metrics.sh
+ENGINE_TESTS += tests/engine/completion.sh
