@@ -20,6 +20,7 @@ plugindir=$(var plugindir)
 ocfdir=$(var ocfdir)
 tpldir=$(var crmtemplatesdir)
 compdir=$(var bashcompletiondir)
+man8=$(var man8dir)
 ocfroot=$(var OCF_ROOT_DIR)
 echo "sbindir $sbindir, plugindir $plugindir, ocfdir $ocfdir, templates $tpldir"
 [ "$ocfdir" = "$ocfroot/resource.d/clraid" ] || fail "ocfdir $ocfdir is not under the OCF root $ocfroot"
@@ -35,7 +36,7 @@ make -s -C "$top_builddir" install DESTDIR="$dest" >"$TESTDIR/install.log" 2>&1 
     { tail -n 20 "$TESTDIR/install.log"; fail "make install DESTDIR=$dest"; }
 for f in "$sbindir/clraid" "$plugindir/nbdkit-clraid-plugin.so" "$ocfdir/clraid" \
     "$tpldir/pcs-clraid-cpg.sh" "$tpldir/pcs-clraid-dlm.sh" "$tpldir/crmsh/clraid-cpg" \
-    "$tpldir/crmsh/clraid-dlm" "$compdir/clraid"; do
+    "$tpldir/crmsh/clraid-dlm" "$compdir/clraid" "$man8/clraid.8"; do
     [ -e "$dest$f" ] || fail "not installed: $f"
     echo "ok: $f"
 done

@@ -30,3 +30,4 @@ ENGINE_TESTS += tests/engine/start-dry-run.sh
 ENGINE_TESTS += tests/engine/install-paths.sh
 ENGINE_TESTS += tests/engine/metrics.sh
 ENGINE_TESTS += tests/engine/completion.sh
+ENGINE_TESTS += tests/engine/man-pages.sh
