@@ -2088,6 +2088,23 @@ static void plog_fill_stripe0(struct clr_array *a, uint8_t *buf)
     assert_int_equal(clr_array_pwrite(a, buf, 3 * PL_CHUNK, 0, 0), 0);
 }
 
+/* Two nodes on a fresh RAID5 of 4 members, stripe 0 filled by node 0. */
+static void plog_two_nodes(struct tarr *t, struct clr_array **a, struct clr_array **b, uint8_t *buf)
+{
+    make_array(t, 5, 2, 4, 2, 32ull << 20, 512, true);
+    *a = start_node(t, 0);
+    *b = start_node(t, 1);
+    WAIT_FOR(st_int(*b, "cluster.members") == 2, 5000);
+    plog_fill_stripe0(*a, buf);
+}
+
+/* 4 KiB of @v at the start of chunk @k of stripe 0, written by @a. */
+static void plog_put(struct clr_array *a, uint8_t *buf, unsigned k, int v)
+{
+    memset(buf, v, 4096);
+    assert_int_equal(clr_array_pwrite(a, buf, 4096, (uint64_t)k * PL_CHUNK, 0), 0);
+}
+
 /* Node @node started with every member but @skip (failed). */
 static struct clr_array *plog_start_without(struct tarr *t, unsigned node, unsigned skip)
 {
@@ -2131,18 +2148,12 @@ static void test_plog_retire_on_handoff(void **s)
     struct tarr t;
 
     (void)s;
-    make_array(&t, 5, 2, 4, 2, 32ull << 20, 512, true);
-    a = start_node(&t, 0);
-    b = start_node(&t, 1);
-    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
-    plog_fill_stripe0(a, buf);
+    plog_two_nodes(&t, &a, &b, buf);
     if (clr_array_fail_device(b, t.path[2], &e) != 0)
         fail_msg("fail: %s", e.msg);
     WAIT_FOR(dev_is(a, t.path[2], "faulty"), 5000);
-    memset(buf, 0x55, 4096);
-    assert_int_equal(clr_array_pwrite(a, buf, 4096, 0, 0), 0);
-    memset(buf, 0x66, 4096);
-    assert_int_equal(clr_array_pwrite(b, buf, 4096, PL_CHUNK, 0), 0);
+    plog_put(a, buf, 0, 0x55);
+    plog_put(b, buf, 1, 0x66);
     assert_true(st_int(a, "cluster.zones.releases") >= 1);
     retired = st_int(a, "cluster.zones.retire_rounds");
     assert_int_equal(clr_array_crash(a), 0);
@@ -2175,19 +2186,13 @@ static void test_plog_own_log(void **s)
     struct tarr t;
 
     (void)s;
-    make_array(&t, 5, 2, 4, 2, 32ull << 20, 512, true);
-    a = start_node(&t, 0);
-    b = start_node(&t, 1);
-    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
-    plog_fill_stripe0(a, buf);
-    memset(buf, 0x55, 4096);
-    assert_int_equal(clr_array_pwrite(a, buf, 4096, 0, 0), 0);
+    plog_two_nodes(&t, &a, &b, buf);
+    plog_put(a, buf, 0, 0x55);
     assert_int_equal(clr_array_stop(a), 0);
     clr_array_free(a);
     if (clr_array_fail_device(b, t.path[2], &e) != 0)
         fail_msg("fail: %s", e.msg);
-    memset(buf, 0x66, 4096);
-    assert_int_equal(clr_array_pwrite(b, buf, 4096, PL_CHUNK, 0), 0);
+    plog_put(b, buf, 1, 0x66);
     a = plog_start_without(&t, 0, 2);
     WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
     plog_expect(a, rd, 2, PL_CHUNK, 0x33);
@@ -2198,8 +2203,7 @@ static void test_plog_own_log(void **s)
     assert_int_equal(clr_array_stop(b), 0);
     clr_array_free(b);
     wait_idle(a); /* b left dirty chunks: a took them over */
-    memset(buf, 0x77, 4096);
-    assert_int_equal(clr_array_pwrite(a, buf, 4096, 0, 0), 0);
+    plog_put(a, buf, 0, 0x77);
     memset(rd, 0xee, 4096);
     pwrite_all(t.path[3], rd, 4096, t.data_offset * 512);
     assert_int_equal(clr_array_crash(a), 0);
@@ -2232,18 +2236,12 @@ static void test_plog_readd_forgets_old_log(void **s)
     struct tarr t;
 
     (void)s;
-    make_array(&t, 5, 2, 4, 2, 32ull << 20, 512, true);
-    a = start_node(&t, 0);
-    b = start_node(&t, 1);
-    WAIT_FOR(st_int(b, "cluster.members") == 2, 5000);
-    plog_fill_stripe0(a, buf);
-    memset(buf, 0x55, 4096);
-    assert_int_equal(clr_array_pwrite(a, buf, 4096, 0, 0), 0);
+    plog_two_nodes(&t, &a, &b, buf);
+    plog_put(a, buf, 0, 0x55);
     if (clr_array_fail_device(b, t.path[3], &e) != 0 || clr_array_remove_device(b, t.path[3], &e) != 0)
         fail_msg("fail/remove: %s", e.msg);
     WAIT_FOR(!dev_is(a, t.path[3], "in_sync"), 5000);
-    memset(buf, 0x66, 4096);
-    assert_int_equal(clr_array_pwrite(a, buf, 4096, PL_CHUNK, 0), 0);
+    plog_put(a, buf, 1, 0x66);
     if (clr_array_readd_device(a, t.path[3], &e) != 0)
         fail_msg("re-add: %s", e.msg);
     WAIT_FOR(dev_is(a, t.path[3], "in_sync"), 20000);
