@@ -604,8 +604,8 @@ void clr_arr_plog_free(struct arr_plog *pl);
  * (NULL: every chunk changes) */
 int clr_arr_plog_log(struct arr_plog *pl, const struct clr_raid_stripe *st, uint64_t changed, uint32_t first,
                      uint32_t sectors, const uint8_t *ppp, const uint8_t *ppq, struct arr_plog_tok *tok);
-/* the write's legs completed (@complete: all of them succeeded) */
-void clr_arr_plog_done(struct arr_plog *pl, struct arr_plog_tok *tok, bool complete);
+/* the write's legs have all completed (failed ones failed their member) */
+void clr_arr_plog_done(struct arr_plog *pl, struct arr_plog_tok *tok);
 /* entries of stripes [s0, s0 + n) a durable header may still name */
 unsigned clr_arr_plog_named(struct arr_plog *pl, uint64_t s0, uint64_t n);
 /* headers without the completed entries, durable on every role */

@@ -380,7 +380,7 @@ static int parity_write_stripe(struct clr_array *a, struct arr_req *rq, const ui
     }
     rc = stripe_write(a, rq, &s, &v, wr, s.blk, ioflags, whole);
     if (a->plog)
-        clr_arr_plog_done(a->plog, &tok, rc == 0);
+        clr_arr_plog_done(a->plog, &tok);
 out:
     pool_put(a, pool);
     return rc;

@@ -151,12 +151,11 @@ static bool role_has_done(const struct pl_role *r)
     return false;
 }
 
-static struct arr_member *role_member(struct clr_array *a, unsigned role, bool *in_sync)
+static struct arr_member *role_member(struct clr_array *a, unsigned role)
 {
     struct arr_view v;
 
     clr_arr_view(a, &v);
-    *in_sync = v.st[role] == ARR_M_IN_SYNC;
     return v.m[role] && arr_writable(v.st[role]) ? v.m[role] : NULL;
 }
 
@@ -181,7 +180,6 @@ static void write_header_locked(struct arr_plog *pl, unsigned role)
     unsigned n = 0, copy;
     uint64_t gen = ++pl->gen;
     struct arr_member *m;
-    bool in_sync;
     int rc = 0;
 
     for (unsigned i = 0; i < CLR_PLOG_MAX_ENTRIES; i++) {
@@ -212,7 +210,7 @@ static void write_header_locked(struct arr_plog *pl, unsigned role)
     clr_mutex_unlock(&pl->mu);
     /* a parity member that is gone or fails here takes the log with it:
      * with no parity left there is nothing to replay (as if written) */
-    m = role_member(a, role, &in_sync);
+    m = role_member(a, role);
     if (m) {
         rc = clr_io_pwrite(m->io, r->hbuf, CLR_PLOG_HDR_BYTES,
                            pl->slot_off + (uint64_t)copy * CLR_PLOG_HDR_BYTES, CLR_IO_FUA);
@@ -336,8 +334,7 @@ int clr_arr_plog_log(struct arr_plog *pl, const struct clr_raid_stripe *st, uint
     /* the partial parity, durable before any header names it */
     for (unsigned k = 0; k < tok->n && units; k++) {
         struct pl_ent *e = &pl->role[tok->role[k]].ent[tok->idx[k]];
-        bool in_sync;
-        struct arr_member *m = role_member(a, tok->role[k], &in_sync);
+        struct arr_member *m = role_member(a, tok->role[k]);
 
         if (!m)
             continue;
@@ -371,17 +368,18 @@ int clr_arr_plog_log(struct arr_plog *pl, const struct clr_raid_stripe *st, uint
     return 0;
 }
 
-void clr_arr_plog_done(struct arr_plog *pl, struct arr_plog_tok *tok, bool complete)
+void clr_arr_plog_done(struct arr_plog *pl, struct arr_plog_tok *tok)
 {
     if (!pl || !tok->n)
         return;
-    (void)complete;
     clr_mutex_lock(&pl->mu);
     for (unsigned k = 0; k < tok->n; k++) {
         struct pl_ent *e = &pl->role[tok->role[k]].ent[tok->idx[k]];
 
-        /* a failed leg failed its member (or froze the array: the write
-         * is retried under a new entry, the bitmap keeps the chunk) */
+        /* every leg has completed: a failed one failed its member (or
+         * froze the array: the write is retried under a new entry, the
+         * bitmap keeps the chunk), so the write is complete on every
+         * member it still goes to */
         if (clr_zone_log_may_retire(true)) {
             e->state = PL_DONE;
             e->excl = 0;
@@ -560,8 +558,7 @@ static int replay_entry(struct arr_plog *pl, struct arr_member *src, unsigned sl
         memset(pp, 0, len * npar);
     else
         rc = clr_io_pread(src->io, pp, len * npar,
-                          pl->lay.start + (uint64_t)slot * pl->lay.slot_bytes + PL_AREA_OFF +
-                              (uint64_t)en->pp_offset * ARR_SECTOR);
+                          area_of(pl, slot) + PL_AREA_OFF + (uint64_t)en->pp_offset * ARR_SECTOR);
     dsec = en->stripe * a->g.chunk_sectors + en->first;
     {
         unsigned c = 0;

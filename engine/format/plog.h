@@ -10,7 +10,8 @@
  * says where: it follows from the bitmap's geometry, 4 KiB aligned.  A
  * stripe's entry is kept on the members that hold its parity (P, and Q
  * for RAID6), as md's PPL does: with the parity member gone there is
- * nothing to replay.  The engine does not write the log yet.
+ * nothing to replay.  The engine writes and replays it in
+ * engine/array/array_plog.c.
  */
 #ifndef CLRAID_FORMAT_PLOG_H
 #define CLRAID_FORMAT_PLOG_H

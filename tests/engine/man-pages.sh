@@ -52,6 +52,10 @@ if [ -x "$top_builddir/clraid-policyd" ]; then
 fi
 
 page=$top_builddir/man/ocf_clraid_clraid.7
+# where its tools are, the page must have been built
+if command -v xsltproc >/dev/null 2>&1 && [ -r /usr/lib/ocf/lib/heartbeat/ocf-shellfuncs ]; then
+    [ -f "$page" ] || fail "not built, though xsltproc and resource-agents are here: $page"
+fi
 if [ -f "$page" ]; then
     clean "$page"
     OCF_ROOT=/usr/lib/ocf "$top_srcdir/ocf/clraid" meta-data >"$TESTDIR/md.xml" || fail "meta-data"
@@ -60,7 +64,7 @@ if [ -f "$page" ]; then
     grep -o '<action name="[a-z-]*"' "$TESTDIR/md.xml" | cut -d'"' -f2 | sort -u >"$TESTDIR/actions"
     covers "$page" "$TESTDIR/actions" "actions of the meta-data"
 else
-    echo "(no ocf_clraid_clraid.7: configure found no xsltproc)"
+    echo "(no ocf_clraid_clraid.7: configure found no xsltproc or no resource-agents)"
 fi
 # the check can fail: a page without one option is caught
 sed '/--skip-stale/d' "$top_builddir/man/clraid.8" >"$TESTDIR/cut.8"
