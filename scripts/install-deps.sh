@@ -22,7 +22,7 @@ PKGS="
  resource-agents fence-agents
  nbdkit nbdkit-plugin-dev libnbd-dev libnbd-bin nbd-client
  qemu-utils qemu-system-common mdadm fio util-linux iproute2 procps
- jq e2fsprogs coreutils mount cpio xsltproc groff-base man-db python3
+ jq e2fsprogs coreutils mount cpio xsltproc groff-base man-db python3 gnutls-bin
  user-mode-linux kmod dlm-controld
 "
 

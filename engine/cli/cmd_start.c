@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
 #include <json-c/json.h>
 
 #include "array/array.h"
@@ -39,10 +40,33 @@ enum {
     START_HOST = 3,    /* this node: a member, the run directory, nbdkit or the plugin */
 };
 
+/* How clients reach the array: nbdkit's own listeners and TLS. */
+enum start_tls {
+    TLS_UNSET,
+    TLS_OFF,
+    TLS_REQUIRE
+};
+
+struct start_export {
+    const char *spec;               /* --export as given: unix, or tcp:ADDR:PORT */
+    bool tcp;                       /* else NBD on RUN_DIR/NAME.sock */
+    char addr[INET6_ADDRSTRLEN];    /* numeric, without brackets */
+    char port[6];                   /* 1 to 65535 */
+    enum start_tls tls;             /* --tls */
+    const char *psk, *certs;        /* --tls-psk=FILE, --tls-certificates=DIR */
+    bool verify_peer;               /* --tls-verify-peer (certificates only) */
+    char *psk_abs, *certs_abs;      /* resolved, for nbdkit */
+    char user[64];                  /* the PSK file's first username, for the URI */
+    char uri[PATH_MAX + 160];       /* what a client connects to */
+    char tlsarg[PATH_MAX + 32];     /* --tls-psk=... or --tls-certificates=... */
+    char exportarg[PATH_MAX + 170]; /* export=URI, for the plugin's status */
+};
+
 /* One 'clraid start' request, from its arguments to its run files. */
 struct start_req {
     const char *name, *dir, *lock, *plugin, *nbdkit;
     bool buffered, skip_stale, all_dirty, dry_run;
+    struct start_export ex;
     char **paths; /* the member arguments, as given */
     char **devs;  /* the same, resolved (realpath) */
     unsigned n;
@@ -54,8 +78,17 @@ static void start_usage(FILE *f)
 {
     fprintf(f, "usage: clraid start NAME DEV... [--run-dir DIR] [--lock local|cpg|dlm] [--buffered]\n"
                "                    [--skip-stale] [--bitmap=normal|all-dirty] [--dry-run]\n"
+               "                    [--export unix|tcp:ADDR:PORT [--tls=require|off]\n"
+               "                     [--tls-psk=FILE | --tls-certificates=DIR [--tls-verify-peer]]]\n"
                "  Assembles array NAME from its members and serves it over NBD at\n"
                "  RUN_DIR/NAME.sock (default run dir " CLR_RUN_DIR_DEFAULT ").\n"
+               "  --export tcp:ADDR:PORT serves NBD over TCP on IP address ADDR\n"
+               "  (0.0.0.0 or [::] for all) instead, with nbdkit's TLS: --tls=require\n"
+               "  and a pre-shared key file (--tls-psk=FILE, lines USERNAME:HEXKEY,\n"
+               "  mode 600) or X.509 certificates (--tls-certificates=DIR with\n"
+               "  ca-cert.pem, server-cert.pem, server-key.pem; --tls-verify-peer\n"
+               "  asks clients for certificates too).  Plain TCP, which anyone on\n"
+               "  the network can read and write, needs --tls=off.\n"
                "  --lock local (default) runs it on this node alone (bitmap slot 0);\n"
                "  --lock cpg or dlm joins the array's cluster (lockspace = array UUID;\n"
                "  clraid-UUID in the kernel DLM with dlm), every node running\n"
@@ -89,10 +122,19 @@ static void start_usage(FILE *f)
 static int start_parse_options(int argc, char **argv, struct start_req *r)
 {
     static const struct option opts[] = {
-        { "run-dir", required_argument, NULL, 'r' }, { "lock", required_argument, NULL, 'l' },
-        { "buffered", no_argument, NULL, 'b' },      { "skip-stale", no_argument, NULL, 's' },
-        { "bitmap", required_argument, NULL, 'B' },  { "dry-run", no_argument, NULL, 'n' },
-        { "help", no_argument, NULL, 'h' },          { NULL, 0, NULL, 0 },
+        { "run-dir", required_argument, NULL, 'r' },
+        { "lock", required_argument, NULL, 'l' },
+        { "buffered", no_argument, NULL, 'b' },
+        { "skip-stale", no_argument, NULL, 's' },
+        { "bitmap", required_argument, NULL, 'B' },
+        { "dry-run", no_argument, NULL, 'n' },
+        { "export", required_argument, NULL, 'E' },
+        { "tls", required_argument, NULL, 'T' },
+        { "tls-psk", required_argument, NULL, 'P' },
+        { "tls-certificates", required_argument, NULL, 'C' },
+        { "tls-verify-peer", no_argument, NULL, 'V' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
     };
     bool bad = false;
     int c;
@@ -126,6 +168,30 @@ static int start_parse_options(int argc, char **argv, struct start_req *r)
                 bad = true;
             }
             break;
+        case 'E':
+            r->ex.spec = optarg;
+            break;
+        case 'T':
+            if (strcmp(optarg, "require") == 0) {
+                r->ex.tls = TLS_REQUIRE;
+            } else if (strcmp(optarg, "off") == 0) {
+                r->ex.tls = TLS_OFF;
+            } else {
+                clr_cli_error("start", "--tls=%s: use require (clients must use TLS) or off (plain TCP)%s",
+                              optarg,
+                              strcmp(optarg, "on") == 0 ? "; 'on' would let clients in without TLS" : "");
+                bad = true;
+            }
+            break;
+        case 'P':
+            r->ex.psk = optarg;
+            break;
+        case 'C':
+            r->ex.certs = optarg;
+            break;
+        case 'V':
+            r->ex.verify_peer = true;
+            break;
         case 'h':
             start_usage(stdout);
             return START_HELP;
@@ -138,6 +204,101 @@ static int start_parse_options(int argc, char **argv, struct start_req *r)
             opterr = 0;
     }
     return bad ? START_CONFIG : START_OK;
+}
+
+/* --export tcp:ADDR:PORT into @ex: ADDR a numeric IPv4 or IPv6 address
+ * (IPv6 in brackets), PORT 1 to 65535. */
+static int parse_tcp(struct start_export *ex, const char *spec)
+{
+    const char *a = spec + 4, *colon;
+    size_t alen;
+    char *end;
+    unsigned char bin[16];
+    long port;
+
+    if (a[0] == '[') {
+        const char *close = strchr(a, ']');
+
+        if (!close || close[1] != ':')
+            goto bad;
+        alen = (size_t)(close - a - 1);
+        a++;
+        colon = close + 1;
+    } else {
+        colon = strrchr(a, ':');
+        if (!colon)
+            goto bad;
+        alen = (size_t)(colon - a);
+    }
+    if (alen == 0 || alen >= sizeof ex->addr)
+        goto bad;
+    memcpy(ex->addr, a, alen);
+    ex->addr[alen] = '\0';
+    if (inet_pton(AF_INET, ex->addr, bin) != 1 && inet_pton(AF_INET6, ex->addr, bin) != 1) {
+        clr_cli_error("start",
+                      "--export %s: '%s' is not an IP address (give this node's address, or 0.0.0.0 or [::] "
+                      "for all)",
+                      spec, ex->addr);
+        return START_CONFIG;
+    }
+    errno = 0;
+    port = strtol(colon + 1, &end, 10);
+    if (errno || end == colon + 1 || *end || port < 1 || port > 65535) {
+        clr_cli_error("start", "--export %s: port '%s': use 1 to 65535 (NBD's own is 10809)", spec,
+                      colon + 1);
+        return START_CONFIG;
+    }
+    snprintf(ex->port, sizeof ex->port, "%ld", port);
+    ex->tcp = true;
+    return START_OK;
+bad:
+    clr_cli_error(
+        "start", "--export %s: use unix, tcp:ADDR:PORT or tcp:[IPV6]:PORT (e.g. tcp:192.0.2.10:10809)", spec);
+    return START_CONFIG;
+}
+
+/* Step 1b: the export and its TLS options agree with each other. */
+static int start_parse_export(struct start_export *ex)
+{
+    bool tls_opts = ex->tls != TLS_UNSET || ex->psk || ex->certs || ex->verify_peer;
+
+    if (!ex->spec || strcmp(ex->spec, "unix") == 0) {
+        if (tls_opts) {
+            clr_cli_error("start",
+                          "--tls options apply to a TCP export: add --export tcp:ADDR:PORT (the unix "
+                          "socket is reached only from this node)");
+            return START_CONFIG;
+        }
+        return START_OK;
+    }
+    if (strncmp(ex->spec, "tcp:", 4) != 0) {
+        clr_cli_error("start", "--export %s: use unix or tcp:ADDR:PORT", ex->spec);
+        return START_CONFIG;
+    }
+    if (parse_tcp(ex, ex->spec))
+        return START_CONFIG;
+    if (ex->tls == TLS_UNSET) {
+        clr_cli_error("start",
+                      "--export %s: plain TCP refused: add --tls=require with --tls-psk=FILE or "
+                      "--tls-certificates=DIR, or --tls=off to serve it unencrypted",
+                      ex->spec);
+        return START_CONFIG;
+    }
+    if (ex->tls == TLS_OFF && (ex->psk || ex->certs || ex->verify_peer)) {
+        clr_cli_error("start",
+                      "--tls=off with a key or certificates: drop --tls=off to use them (--tls=require)");
+        return START_CONFIG;
+    }
+    if (ex->tls == TLS_REQUIRE && !ex->psk == !ex->certs) {
+        clr_cli_error("start", "--tls=require: give one of --tls-psk=FILE or --tls-certificates=DIR");
+        return START_CONFIG;
+    }
+    if (ex->verify_peer && !ex->certs) {
+        clr_cli_error("start",
+                      "--tls-verify-peer checks client certificates: it needs --tls-certificates=DIR");
+        return START_CONFIG;
+    }
+    return START_OK;
 }
 
 /* Step 1: the arguments. */
@@ -160,7 +321,7 @@ static int start_parse(int argc, char **argv, struct start_req *r)
     }
     r->paths = argv + optind;
     r->n = (unsigned)(argc - optind);
-    return START_OK;
+    return start_parse_export(&r->ex);
 }
 
 /* Step 2: every member path resolves. */
@@ -238,6 +399,138 @@ static int start_resolve_run_files(struct start_req *r)
         clr_run_path("start", r->log, sizeof r->log, r->dir, r->name, ".log"))
         return START_CONFIG;
     return START_OK;
+}
+
+/* A key file only its owner may read: @what names it in the message. */
+static int check_private(const char *path, const char *what)
+{
+    struct stat st;
+
+    if (stat(path, &st) != 0) {
+        clr_cli_error("start", "%s %s: %s", what, path, strerror(errno));
+        return START_HOST;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        clr_cli_error("start", "%s %s: not a regular file", what, path);
+        return START_HOST;
+    }
+    if (st.st_mode & 077) {
+        clr_cli_error("start", "%s %s is readable by others: chmod 600 %s", what, path, path);
+        return START_HOST;
+    }
+    if (access(path, R_OK) != 0) {
+        clr_cli_error("start", "%s %s: %s", what, path, strerror(errno));
+        return START_HOST;
+    }
+    return START_OK;
+}
+
+/* The PSK file: lines USERNAME:HEXKEY (GnuTLS's format, which psktool
+ * writes); the first username goes into the URI start prints. */
+static int check_psk(struct start_export *ex)
+{
+    char line[1024];
+    unsigned lineno = 0, keys = 0;
+    int why = check_private(ex->psk_abs, "--tls-psk");
+    FILE *f;
+
+    if (why)
+        return why;
+    f = fopen(ex->psk_abs, "re");
+    if (!f) {
+        clr_cli_error("start", "--tls-psk %s: %s", ex->psk_abs, strerror(errno));
+        return START_HOST;
+    }
+    while (fgets(line, sizeof line, f)) {
+        size_t n = strcspn(line, "\r\n"), ulen = strcspn(line, ":"), hex;
+
+        lineno++;
+        line[n] = '\0';
+        if (n == 0)
+            continue;
+        hex = ulen < n ? strspn(line + ulen + 1, "0123456789abcdefABCDEF") : 0;
+        if (ulen == 0 || ulen >= n || ulen >= sizeof ex->user || hex == 0 || hex % 2 || ulen + 1 + hex != n) {
+            clr_cli_error("start",
+                          "--tls-psk %s line %u: expected USERNAME:HEXKEY (make one with 'psktool -u USER "
+                          "-p FILE')",
+                          ex->psk_abs, lineno);
+            fclose(f);
+            return START_CONFIG;
+        }
+        if (keys++ == 0) {
+            memcpy(ex->user, line, ulen);
+            ex->user[ulen] = '\0';
+        }
+    }
+    fclose(f);
+    if (!keys) {
+        clr_cli_error("start", "--tls-psk %s: no key in it (make one with 'psktool -u USER -p FILE')",
+                      ex->psk_abs);
+        return START_CONFIG;
+    }
+    return START_OK;
+}
+
+/* The certificates directory: what nbdkit's server side loads from it. */
+static int check_certs(const struct start_export *ex)
+{
+    static const char *const need[] = { "ca-cert.pem", "server-cert.pem" };
+    char path[PATH_MAX + 32];
+    struct stat st;
+
+    if (stat(ex->certs_abs, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        clr_cli_error("start", "--tls-certificates %s: not a directory", ex->certs_abs);
+        return START_HOST;
+    }
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", ex->certs_abs, need[i]);
+        if (access(path, R_OK) != 0) {
+            clr_cli_error("start",
+                          "--tls-certificates %s: %s: %s (the directory needs ca-cert.pem, server-cert.pem "
+                          "and server-key.pem)",
+                          ex->certs_abs, need[i], strerror(errno));
+            return START_HOST;
+        }
+    }
+    snprintf(path, sizeof path, "%s/server-key.pem", ex->certs_abs);
+    return check_private(path, "--tls-certificates key");
+}
+
+/* Step 3b: the TLS files, and the URI clients connect to. */
+static int start_resolve_export(struct start_req *r)
+{
+    struct start_export *ex = &r->ex;
+    bool v6 = strchr(ex->addr, ':') != NULL;
+    int why = START_OK;
+
+    if (!ex->tcp) {
+        snprintf(ex->uri, sizeof ex->uri, "nbd+unix:///?socket=%s", r->sock);
+    } else if (ex->tls == TLS_OFF) {
+        snprintf(ex->uri, sizeof ex->uri, "nbd://%s%s%s:%s/", v6 ? "[" : "", ex->addr, v6 ? "]" : "",
+                 ex->port);
+    } else if (ex->psk) {
+        ex->psk_abs = realpath(ex->psk, NULL);
+        if (!ex->psk_abs) {
+            clr_cli_error("start", "--tls-psk %s: %s", ex->psk, strerror(errno));
+            return START_HOST;
+        }
+        why = check_psk(ex);
+        snprintf(ex->uri, sizeof ex->uri, "nbds://%s@%s%s%s:%s/?tls-psk-file=%s", ex->user, v6 ? "[" : "",
+                 ex->addr, v6 ? "]" : "", ex->port, ex->psk_abs);
+        snprintf(ex->tlsarg, sizeof ex->tlsarg, "--tls-psk=%s", ex->psk_abs);
+    } else {
+        ex->certs_abs = realpath(ex->certs, NULL);
+        if (!ex->certs_abs) {
+            clr_cli_error("start", "--tls-certificates %s: %s", ex->certs, strerror(errno));
+            return START_HOST;
+        }
+        why = check_certs(ex);
+        snprintf(ex->uri, sizeof ex->uri, "nbds://%s%s%s:%s/", v6 ? "[" : "", ex->addr, v6 ? "]" : "",
+                 ex->port);
+        snprintf(ex->tlsarg, sizeof ex->tlsarg, "--tls-certificates=%s", ex->certs_abs);
+    }
+    snprintf(ex->exportarg, sizeof ex->exportarg, "export=%s", ex->uri);
+    return why;
 }
 
 /* Step 4: no engine of this name runs; an engine that was killed left
@@ -426,10 +719,10 @@ static int start_report_dry_run(const struct start_req *r, struct clr_array *a)
     if (spares)
         snprintf(spare_note, sizeof spare_note, ", %u spare%s", spares, spares == 1 ? "" : "s");
     printf("would start array '%s' (%s, UUID %s, %llu MiB, %u of %u members in sync%s%s, lock %s): "
-           "nbd+unix:///?socket=%s\n",
+           "%s\n",
            r->name, level ? json_object_get_string(level) : "?", uuid ? json_object_get_string(uuid) : "?",
            (unsigned long long)(clr_array_size(a) >> 20), in_sync, members,
-           in_sync < members ? ": degraded" : "", spare_note, r->lock, r->sock);
+           in_sync < members ? ": degraded" : "", spare_note, r->lock, r->ex.uri);
     json_object_put(st);
     return START_OK;
 }
@@ -531,7 +824,7 @@ struct engine_cmd {
 
 static int engine_cmd_build(const struct start_req *r, struct engine_cmd *c)
 {
-    c->argv = calloc(24 + r->n, sizeof *c->argv);
+    c->argv = calloc(32 + r->n, sizeof *c->argv);
     if (!c->argv)
         return START_REFUSED;
     snprintf(c->namearg, sizeof c->namearg, "name=%s", r->name);
@@ -542,8 +835,20 @@ static int engine_cmd_build(const struct start_req *r, struct engine_cmd *c)
     c->argv[c->k++] = (char *)"--log=stderr";
     if (getenv("CLRAID_NBDKIT_VERBOSE"))
         c->argv[c->k++] = (char *)"--verbose";
-    c->argv[c->k++] = (char *)"--unix";
-    c->argv[c->k++] = (char *)r->sock;
+    if (r->ex.tcp) {
+        c->argv[c->k++] = (char *)"--ipaddr";
+        c->argv[c->k++] = (char *)r->ex.addr;
+        c->argv[c->k++] = (char *)"--port";
+        c->argv[c->k++] = (char *)r->ex.port;
+        c->argv[c->k++] = (char *)(r->ex.tls == TLS_OFF ? "--tls=off" : "--tls=require");
+        if (r->ex.tlsarg[0])
+            c->argv[c->k++] = (char *)r->ex.tlsarg;
+        if (r->ex.verify_peer)
+            c->argv[c->k++] = (char *)"--tls-verify-peer";
+    } else {
+        c->argv[c->k++] = (char *)"--unix";
+        c->argv[c->k++] = (char *)r->sock;
+    }
     c->argv[c->k++] = (char *)"--pidfile";
     c->argv[c->k++] = (char *)r->pidf;
     c->argv[c->k++] = (char *)r->plugin;
@@ -553,6 +858,7 @@ static int engine_cmd_build(const struct start_req *r, struct engine_cmd *c)
     c->argv[c->k++] = (char *)(r->buffered ? "buffered=true" : "buffered=false");
     c->argv[c->k++] = (char *)(r->skip_stale ? "skip_stale=true" : "skip_stale=false");
     c->argv[c->k++] = (char *)(r->all_dirty ? "bitmap=all-dirty" : "bitmap=normal");
+    c->argv[c->k++] = (char *)r->ex.exportarg;
     c->kdev = c->k;
     for (unsigned i = 0; i < r->n; i++) {
         c->argv[c->k] = malloc(strlen(r->devs[i]) + 8);
@@ -592,8 +898,9 @@ static int start_wait_engine(const struct start_req *r, pid_t pid)
         if (access(r->ctl, F_OK) == 0 && clr_ctl_call(r->ctl, "status", NULL, 2000, &st, &e) == 0) {
             json_object *state = clr_json_path(st, "state");
 
-            printf("started array '%s' (%s): nbd+unix:///?socket=%s (pid %ld)\n", r->name,
-                   state ? json_object_get_string(state) : "?", r->sock, (long)clr_run_pid(r->dir, r->name));
+            printf("started array '%s' (%s): %s (pid %ld)\n", r->name,
+                   state ? json_object_get_string(state) : "?", r->ex.uri,
+                   (long)clr_run_pid(r->dir, r->name));
             json_object_put(st);
             return START_OK;
         }
@@ -635,6 +942,8 @@ int clr_cmd_start(int argc, char **argv)
     if (!why)
         why = start_resolve_run_files(&r);
     if (!why)
+        why = start_resolve_export(&r);
+    if (!why)
         why = start_check_not_running(&r);
     if (!why)
         why = start_precheck(&r, r.dry_run ? &a : NULL);
@@ -647,6 +956,8 @@ int clr_cmd_start(int argc, char **argv)
         free(r.devs[i]);
     free(r.devs);
     free(r.dirabs);
+    free(r.ex.psk_abs);
+    free(r.ex.certs_abs);
     if (r.dry_run)
         return why;
     return why ? 1 : 0;

@@ -131,6 +131,8 @@ static void print_human(const char *name, json_object *st)
                    base ? base + 1 : path, jint(d, "awaiting_decision.held_writes"),
                    jint(d, "awaiting_decision.held_for_ms"));
     }
+    if (clr_json_path(st, "export"))
+        printf("      export: %s\n", jstr(st, "export", "?"));
     printf("      bitmap: %" PRId64 " dirty chunks of %" PRId64 " KiB; last resync %" PRId64
            " KiB; last check %" PRId64 " mismatches\n",
            jint(st, "bitmap.dirty_chunks"), jint(st, "bitmap.chunk_bytes") / 1024,

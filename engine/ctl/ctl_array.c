@@ -70,6 +70,8 @@ char *clr_ctl_array_handle(void *opaque, const struct clr_ctl_request *req)
     switch (req->cmd) {
     case CLR_CTL_STATUS:
         st = clr_array_status_json(a);
+        if (st && ca->export_uri)
+            json_object_object_add(st, "export", json_object_new_string(ca->export_uri));
         return st ? clr_ctl_reply_ok(st) : clr_ctl_reply_error("status unavailable (out of memory?)");
     case CLR_CTL_FAIL:
         return reply_rc(clr_array_fail_device(a, req->device, &e), &e, "fail");

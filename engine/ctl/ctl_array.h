@@ -13,6 +13,8 @@ struct clr_ctl_array {
      *  clr_array_stop from its own teardown). */
     void (*stop)(void *opaque);
     void *opaque;
+    /** How clients reach the array (an NBD URI), for "status"; may be NULL. */
+    const char *export_uri;
 };
 
 /** clr_ctl_handler_fn for a struct clr_ctl_array *@opaque. */

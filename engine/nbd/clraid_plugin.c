@@ -34,6 +34,7 @@ static const char *lock = "local";
 static bool buffered;
 static bool skip_stale;
 static bool bitmap_all_dirty;
+static char *export_uri; /* how clients reach us, for status (clraid start says) */
 
 static struct clr_array *array;
 static bool running;
@@ -110,6 +111,13 @@ static int clraid_config(const char *key, const char *value)
             return -1;
         }
         bitmap_all_dirty = strcmp(value, "all-dirty") == 0;
+    } else if (strcmp(key, "export") == 0) {
+        free(export_uri);
+        export_uri = strdup(value);
+        if (!export_uri) {
+            nbdkit_error("strdup: %m");
+            return -1;
+        }
     } else {
         nbdkit_error("unknown parameter '%s' (see nbdkit-clraid-plugin --help)", key);
         return -1;
@@ -138,6 +146,7 @@ static int clraid_config_complete(void)
     "lock=local           local: this node alone; cpg or dlm: join the cluster\n"                            \
     "buffered=false       true: never use O_DIRECT on members\n"                                             \
     "skip_stale=false     true: leave stale/faulty members out, start degraded\n"                            \
+    "export=URI           the URI clients use, shown by 'clraid status' (set by clraid start)\n"             \
     "bitmap=normal        all-dirty: no bitmap flushes, full resync after a crash"
 
 static void clraid_dump_plugin(void)
@@ -232,7 +241,8 @@ static int clraid_after_fork(void)
         nbdkit_error("asprintf: %m");
         return -1;
     }
-    ctl_array = (struct clr_ctl_array){ .array = array, .stop = clraid_request_stop };
+    ctl_array =
+        (struct clr_ctl_array){ .array = array, .stop = clraid_request_stop, .export_uri = export_uri };
     rc = clr_ctl_server_start(path, clr_ctl_array_handle, &ctl_array, &ctl, &e);
     free(path);
     if (rc) {
@@ -267,6 +277,7 @@ static void clraid_unload(void)
     free(devices);
     free(name);
     free(run_dir_owned);
+    free(export_uri);
 }
 
 static void *clraid_open(int readonly)

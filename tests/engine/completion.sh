@@ -50,6 +50,10 @@ expect "--layout= --level=" create --l
 expect "cpg dlm local" start r0 --lock ""
 expect "--level=1 --level=10 --level=5 --level=6" create --level=
 expect "--bitmap=all-dirty --bitmap=normal" start r0 --bitmap=
+expect "--tls-certificates= --tls-psk= --tls-verify-peer --tls=" start r0 --tls
+expect "--tls=off --tls=require" start r0 --tls=
+expect "tcp: unix" start r0 --export ""
+expect "$TESTDIR/d0 $TESTDIR/d1" start r0 --export unix "$TESTDIR/d"
 # array names from the run directory
 expect "r0 vmstore" status --run-dir "$run" ""
 expect "vmstore" stop --run-dir "$run" v

@@ -30,4 +30,5 @@ ENGINE_TESTS += tests/engine/start-dry-run.sh
 ENGINE_TESTS += tests/engine/install-paths.sh
 ENGINE_TESTS += tests/engine/metrics.sh
 ENGINE_TESTS += tests/engine/completion.sh
+ENGINE_TESTS += tests/engine/tls-export.sh
 ENGINE_TESTS += tests/engine/man-pages.sh
