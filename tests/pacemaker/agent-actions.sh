@@ -54,7 +54,7 @@ OCF_RESKEY_devices="" OCF_RESKEY_array_uuid=xyz expect_rc 6 "a malformed array_u
 OCF_RESKEY_lock=zk expect_rc 6 "lock=zk" validate-all
 expect_reason "Invalid lock 'zk'"
 OCF_RESKEY_run_dir=run expect_rc 6 "a relative run_dir" validate-all
-OCF_RESKEY_export=tcp expect_rc 6 "export=tcp (reserved)" validate-all
+OCF_RESKEY_export=tcp expect_rc 6 "export=tcp without tcp_address" validate-all
 OCF_RESKEY_export="fc" expect_rc 6 "export=fc" validate-all
 OCF_RESKEY_tcp_port=0 expect_rc 6 "tcp_port=0" validate-all
 OCF_RESKEY_path_failure_action=panic expect_rc 6 "path_failure_action=panic" validate-all

@@ -29,6 +29,7 @@ PACEMAKER_TESTS = \
 	tests/pacemaker/agent-metadata.sh \
 	tests/pacemaker/agent-actions.sh \
 	tests/pacemaker/agent-nbd.sh \
+	tests/pacemaker/agent-tls.sh \
 	tests/pacemaker/agent-ocf-tester.sh \
 	tests/pacemaker/pcs-offline.sh \
 	tests/pacemaker/crmsh-template.sh \
