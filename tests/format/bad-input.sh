@@ -95,7 +95,7 @@ refuse_create() {   # WHAT DEV... -- create args before the devices in $ARGS
 }
 
 rm -f "$TESTDIR"/d*
-mkfiles 4 64M >/dev/null
+mkfiles 4 16M >/dev/null
 ARGS="--level=5 --raid-devices=3 --nodes=2 --home-cluster=t"
 refuse_create "duplicate device" "$TESTDIR/d0" "$TESTDIR/d1" "$TESTDIR/d0"
 ln -s "$TESTDIR/d1" "$TESTDIR/link"
@@ -105,7 +105,7 @@ refuse_create "a directory" "$TESTDIR/d0" "$TESTDIR/d1" "$TESTDIR/other"
 truncate -s 1M "$TESTDIR/d3"
 refuse_create "too-small device" "$TESTDIR/d0" "$TESTDIR/d1" "$TESTDIR/d3"
 grep -q "needs at least" "$TESTDIR/err" || fail "too small: message"
-truncate -s 64M "$TESTDIR/d3"
+truncate -s 16M "$TESTDIR/d3"
 refuse_create "too few devices" "$TESTDIR/d0" "$TESTDIR/d1"
 mkfs.ext4 -q -F "$TESTDIR/d2"
 refuse_create "device with a filesystem" "$TESTDIR/d0" "$TESTDIR/d1" "$TESTDIR/d2"
@@ -119,11 +119,11 @@ ARGS="--level=1 --raid-devices=2 --nodes=2 --home-cluster=t --force"
 refuse_create "duplicate device with --force" "$TESTDIR/d1" "$TESTDIR/d1"
 truncate -s 1M "$TESTDIR/d1"
 refuse_create "too-small device with --force" "$TESTDIR/d0" "$TESTDIR/d1"
-truncate -s 64M "$TESTDIR/d1"
+truncate -s 16M "$TESTDIR/d1"
 # Parameter errors are reported before any device is even probed: use
 # blank devices so only the parameter can be the reason.
 rm -f "$TESTDIR"/d*
-mkfiles 2 64M >/dev/null
+mkfiles 2 16M >/dev/null
 while IFS='|' read -r bad word; do
     [ -n "$bad" ] || continue
     ARGS="$bad"
