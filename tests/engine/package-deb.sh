@@ -31,17 +31,18 @@ case $st in
 *) skip "a clraid package is on this host (dpkg status: $st): this test would replace and purge it" ;;
 esac
 
-version=$(make -s --no-print-directory -C "$top_builddir" -f - print-version <<'EOF'
-include Makefile
-print-version: ; @echo $(VERSION)
-EOF
-)
+# (read from the Makefile, not through make: a make run from make check
+# may print its "Entering directory" lines whatever it is told)
+version=$(sed -n 's/^VERSION = //p' "$top_builddir/Makefile")
 [ -n "$version" ] || fail "no VERSION in $top_builddir/Makefile"
+# The make of `make check` must reach neither make below (its jobserver,
+# its command-line variables such as TESTS=).
+nomake() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL "$@"; }
 
 # --- a clean copy of the source: what `make dist` would pack ---
 src="$TESTDIR/clraid-$version"
 t0=$(date +%s)
-make -s -C "$top_builddir" distdir distdir="$src" >"$TESTDIR/distdir.log" 2>&1 ||
+nomake make -s -C "$top_builddir" distdir distdir="$src" >"$TESTDIR/distdir.log" 2>&1 ||
     { tail -n 20 "$TESTDIR/distdir.log"; fail "make distdir"; }
 # distcheck's srcdir is read-only, and so are the files copied from it
 chmod -R u+w "$src"
@@ -60,11 +61,8 @@ echo "ok: the source copy carries debian/ and rpm/clraid.spec, both at $version"
     { cat "$TESTDIR/deps.log"; fail "debian/control's Build-Depends are not installed (scripts/install-deps.sh should install them)"; }
 
 # --- build: binary package only, no tests, no debug symbols package ---
-# The make of `make check` must not reach the package's own make (its
-# jobserver, its command-line variables).
 t1=$(date +%s)
-(cd "$src" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
-    DEB_BUILD_OPTIONS="nocheck noautodbgsym parallel=$(nproc)" \
+(cd "$src" && nomake DEB_BUILD_OPTIONS="nocheck noautodbgsym parallel=$(nproc)" \
     dpkg-buildpackage -us -uc -b) >"$TESTDIR/build.log" 2>&1 ||
     { tail -n 40 "$TESTDIR/build.log"; fail "dpkg-buildpackage -us -uc -b"; }
 t2=$(date +%s)
