@@ -5,6 +5,8 @@
 # corosync/pacemaker, and a host-wide one would be a cluster we must never
 # touch.  nbd-client is for the agent's nbd_device (its tests use a stub;
 # nbd-client itself needs the nbd kernel module only when it attaches).
+# debhelper, dh-autoreconf, dpkg-dev and lintian build and check the Debian
+# package (debian/, tests/engine/package-deb.sh).
 set -eu
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -24,6 +26,7 @@ PKGS="
  qemu-utils qemu-system-common mdadm fio util-linux iproute2 procps
  jq e2fsprogs coreutils mount cpio xsltproc groff-base man-db python3 gnutls-bin
  user-mode-linux kmod dlm-controld
+ debhelper dh-autoreconf dpkg-dev lintian
 "
 
 # Keep package post-install scripts from starting daemons on this host.

@@ -32,3 +32,6 @@ ENGINE_TESTS += tests/engine/metrics.sh
 ENGINE_TESTS += tests/engine/completion.sh
 ENGINE_TESTS += tests/engine/tls-export.sh
 ENGINE_TESTS += tests/engine/man-pages.sh
+# The Debian package: built from a clean copy of the source, linted,
+# installed, run and purged (needs root, dpkg-buildpackage, lintian).
+ENGINE_TESTS += tests/engine/package-deb.sh

@@ -8,7 +8,9 @@ ocfdir = $(OCF_ROOT_DIR)/resource.d/clraid
 dist_ocf_SCRIPTS = ocf/clraid
 
 crmtemplatesdir = $(datadir)/clraid/crm-templates
-dist_crmtemplates_DATA = \
+# the pcs recipes are scripts (usage: pcs-clraid-cpg.sh CIB_FILE), installed
+# executable as they are in the tree
+dist_crmtemplates_SCRIPTS = \
 	crm-templates/pcs-clraid-cpg.sh \
 	crm-templates/pcs-clraid-dlm.sh
 # (their own directory: a plain _DATA list would flatten crmsh/ away)
