@@ -48,18 +48,18 @@ enum start_tls {
 };
 
 struct start_export {
-    const char *spec;               /* --export as given: unix, or tcp:ADDR:PORT */
-    bool tcp;                       /* else NBD on RUN_DIR/NAME.sock */
-    char addr[INET6_ADDRSTRLEN];    /* numeric, without brackets */
-    char port[6];                   /* 1 to 65535 */
-    enum start_tls tls;             /* --tls */
-    const char *psk, *certs;        /* --tls-psk=FILE, --tls-certificates=DIR */
-    bool verify_peer;               /* --tls-verify-peer (certificates only) */
-    char *psk_abs, *certs_abs;      /* resolved, for nbdkit */
-    char user[64];                  /* the PSK file's first username, for the URI */
-    char uri[PATH_MAX + 160];       /* what a client connects to */
-    char tlsarg[PATH_MAX + 32];     /* --tls-psk=... or --tls-certificates=... */
-    char exportarg[PATH_MAX + 170]; /* export=URI, for the plugin's status */
+    const char *spec;                    /* --export as given: unix, or tcp:ADDR:PORT */
+    bool tcp;                            /* else NBD on RUN_DIR/NAME.sock */
+    char addr[INET6_ADDRSTRLEN];         /* numeric, without brackets */
+    char port[6];                        /* 1 to 65535 */
+    enum start_tls tls;                  /* --tls */
+    const char *psk, *certs;             /* --tls-psk=FILE, --tls-certificates=DIR */
+    bool verify_peer;                    /* --tls-verify-peer (certificates only) */
+    char *psk_abs, *certs_abs;           /* resolved, for nbdkit */
+    char user[256];                      /* the PSK file's first username, for the URI */
+    char uri[3 * PATH_MAX + 1024];       /* what a client connects to (escaped) */
+    char tlsarg[PATH_MAX + 32];          /* --tls-psk=... or --tls-certificates=... */
+    char exportarg[3 * PATH_MAX + 1040]; /* export=URI, for the plugin's status */
 };
 
 /* One 'clraid start' request, from its arguments to its run files. */
@@ -78,12 +78,13 @@ static void start_usage(FILE *f)
 {
     fprintf(f, "usage: clraid start NAME DEV... [--run-dir DIR] [--lock local|cpg|dlm] [--buffered]\n"
                "                    [--skip-stale] [--bitmap=normal|all-dirty] [--dry-run]\n"
-               "                    [--export unix|tcp:ADDR:PORT [--tls=require|off]\n"
+               "                    [--export unix | --export tcp:ADDR:PORT --tls=require|off\n"
                "                     [--tls-psk=FILE | --tls-certificates=DIR [--tls-verify-peer]]]\n"
                "  Assembles array NAME from its members and serves it over NBD at\n"
                "  RUN_DIR/NAME.sock (default run dir " CLR_RUN_DIR_DEFAULT ").\n"
                "  --export tcp:ADDR:PORT serves NBD over TCP on IP address ADDR\n"
-               "  (0.0.0.0 or [::] for all) instead, with nbdkit's TLS: --tls=require\n"
+               "  (0.0.0.0: every IPv4 address; [::]: every IPv6 one, IPv6 only)\n"
+               "  instead, with nbdkit's TLS: --tls=require\n"
                "  and a pre-shared key file (--tls-psk=FILE, lines USERNAME:HEXKEY,\n"
                "  mode 600) or X.509 certificates (--tls-certificates=DIR with\n"
                "  ca-cert.pem, server-cert.pem, server-key.pem; --tls-verify-peer\n"
@@ -225,9 +226,13 @@ static int parse_tcp(struct start_export *ex, const char *spec)
         a++;
         colon = close + 1;
     } else {
-        colon = strrchr(a, ':');
+        colon = strchr(a, ':');
         if (!colon)
             goto bad;
+        if (strchr(colon + 1, ':')) {
+            clr_cli_error("start", "--export %s: put an IPv6 address in brackets: tcp:[ADDR]:PORT", spec);
+            return START_CONFIG;
+        }
         alen = (size_t)(colon - a);
     }
     if (alen == 0 || alen >= sizeof ex->addr)
@@ -236,8 +241,8 @@ static int parse_tcp(struct start_export *ex, const char *spec)
     ex->addr[alen] = '\0';
     if (inet_pton(AF_INET, ex->addr, bin) != 1 && inet_pton(AF_INET6, ex->addr, bin) != 1) {
         clr_cli_error("start",
-                      "--export %s: '%s' is not an IP address (give this node's address, or 0.0.0.0 or [::] "
-                      "for all)",
+                      "--export %s: '%s' is not an IP address (give this node's address, or 0.0.0.0 for "
+                      "every IPv4 one)",
                       spec, ex->addr);
         return START_CONFIG;
     }
@@ -426,10 +431,14 @@ static int check_private(const char *path, const char *what)
 }
 
 /* The PSK file: lines USERNAME:HEXKEY (GnuTLS's format, which psktool
- * writes); the first username goes into the URI start prints. */
+ * writes); the first username goes into the URI start prints.  The file
+ * is this node's: what is wrong with it is this node's problem
+ * (START_HOST), as a missing file is. */
 static int check_psk(struct start_export *ex)
 {
-    char line[1024];
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t got;
     unsigned lineno = 0, keys = 0;
     int why = check_private(ex->psk_abs, "--tls-psk");
     FILE *f;
@@ -441,7 +450,7 @@ static int check_psk(struct start_export *ex)
         clr_cli_error("start", "--tls-psk %s: %s", ex->psk_abs, strerror(errno));
         return START_HOST;
     }
-    while (fgets(line, sizeof line, f)) {
+    while ((got = getline(&line, &cap, f)) >= 0) {
         size_t n = strcspn(line, "\r\n"), ulen = strcspn(line, ":"), hex;
 
         lineno++;
@@ -449,26 +458,33 @@ static int check_psk(struct start_export *ex)
         if (n == 0)
             continue;
         hex = ulen < n ? strspn(line + ulen + 1, "0123456789abcdefABCDEF") : 0;
-        if (ulen == 0 || ulen >= n || ulen >= sizeof ex->user || hex == 0 || hex % 2 || ulen + 1 + hex != n) {
+        if (ulen == 0 || ulen >= n || hex == 0 || hex % 2 || ulen + 1 + hex != n) {
             clr_cli_error("start",
                           "--tls-psk %s line %u: expected USERNAME:HEXKEY (make one with 'psktool -u USER "
                           "-p FILE')",
                           ex->psk_abs, lineno);
-            fclose(f);
-            return START_CONFIG;
+            why = START_HOST;
+            break;
+        }
+        if (ulen >= sizeof ex->user) {
+            clr_cli_error("start", "--tls-psk %s line %u: a username of more than %zu characters",
+                          ex->psk_abs, lineno, sizeof ex->user - 1);
+            why = START_HOST;
+            break;
         }
         if (keys++ == 0) {
             memcpy(ex->user, line, ulen);
             ex->user[ulen] = '\0';
         }
     }
+    free(line);
     fclose(f);
-    if (!keys) {
+    if (!why && !keys) {
         clr_cli_error("start", "--tls-psk %s: no key in it (make one with 'psktool -u USER -p FILE')",
                       ex->psk_abs);
-        return START_CONFIG;
+        why = START_HOST;
     }
-    return START_OK;
+    return why;
 }
 
 /* The certificates directory: what nbdkit's server side loads from it. */
@@ -496,15 +512,38 @@ static int check_certs(const struct start_export *ex)
     return check_private(path, "--tls-certificates key");
 }
 
+/* @in into @out for a URI: what RFC 3986 leaves unreserved, and '/', as
+ * is; every other byte %XX (a space, '&', '#', '%', '@' in a path or a
+ * username).  @out holds 3 bytes per byte of @in. */
+static const char *uri_escape(char *out, size_t size, const char *in)
+{
+    static const char hexd[] = "0123456789ABCDEF";
+    size_t k = 0;
+
+    for (const unsigned char *p = (const unsigned char *)in; *p && k + 4 <= size; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            strchr("-._~/", *p)) {
+            out[k++] = (char)*p;
+        } else {
+            out[k++] = '%';
+            out[k++] = hexd[*p >> 4];
+            out[k++] = hexd[*p & 15];
+        }
+    }
+    out[k] = '\0';
+    return out;
+}
+
 /* Step 3b: the TLS files, and the URI clients connect to. */
 static int start_resolve_export(struct start_req *r)
 {
     struct start_export *ex = &r->ex;
     bool v6 = strchr(ex->addr, ':') != NULL;
     int why = START_OK;
+    char path[3 * PATH_MAX + 1], user[3 * sizeof ex->user + 1];
 
     if (!ex->tcp) {
-        snprintf(ex->uri, sizeof ex->uri, "nbd+unix:///?socket=%s", r->sock);
+        snprintf(ex->uri, sizeof ex->uri, "nbd+unix:///?socket=%s", uri_escape(path, sizeof path, r->sock));
     } else if (ex->tls == TLS_OFF) {
         snprintf(ex->uri, sizeof ex->uri, "nbd://%s%s%s:%s/", v6 ? "[" : "", ex->addr, v6 ? "]" : "",
                  ex->port);
@@ -515,8 +554,9 @@ static int start_resolve_export(struct start_req *r)
             return START_HOST;
         }
         why = check_psk(ex);
-        snprintf(ex->uri, sizeof ex->uri, "nbds://%s@%s%s%s:%s/?tls-psk-file=%s", ex->user, v6 ? "[" : "",
-                 ex->addr, v6 ? "]" : "", ex->port, ex->psk_abs);
+        snprintf(ex->uri, sizeof ex->uri, "nbds://%s@%s%s%s:%s/?tls-psk-file=%s",
+                 uri_escape(user, sizeof user, ex->user), v6 ? "[" : "", ex->addr, v6 ? "]" : "", ex->port,
+                 uri_escape(path, sizeof path, ex->psk_abs));
         snprintf(ex->tlsarg, sizeof ex->tlsarg, "--tls-psk=%s", ex->psk_abs);
     } else {
         ex->certs_abs = realpath(ex->certs, NULL);

@@ -41,6 +41,8 @@ expect_refusal "a key with the unix export" start $files --tls=require --tls-psk
 expect_refusal "a host name" start $files --export tcp:localhost:"$P" --tls=off
 expect_refusal "port 0" start $files --export tcp:127.0.0.1:0 --tls=off
 expect_refusal "no port" start $files --export tcp:127.0.0.1 --tls=off
+expect_refusal "IPv6 without brackets" start $files --export "tcp:::1:$P" --tls=off
+grep -q 'in brackets' "$TESTDIR/err" || fail "IPv6 without brackets: message"
 expect_refusal "--tls=off with a key" start $files --export "tcp:127.0.0.1:$P" --tls=off --tls-psk="$psk"
 chmod 644 "$psk"
 expect_refusal "a key others can read" start $files --export "tcp:127.0.0.1:$P" --tls=require --tls-psk="$psk"
@@ -54,7 +56,7 @@ expect_refusal "a missing key file" start $files --export "tcp:127.0.0.1:$P" --t
 [ -z "$(ss -Hltn "sport = :$P")" ] || fail "something listens on $P after the refusals"
 [ ! -e "$RUN/t1.pid" ] || fail "a refused start left a pid file"
 [ "$(sums "$@")" = "$before" ] || fail "a refused start wrote to a member"
-echo "ok: 11 refusals, nothing listening, members unchanged"
+echo "ok: 12 refusals, nothing listening, members unchanged"
 
 # The PSK export: --dry-run says what it would serve, start serves it.
 out=$(start $files --export "tcp:127.0.0.1:$P" --tls=require --tls-psk="$psk" --dry-run) ||
