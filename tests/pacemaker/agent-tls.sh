@@ -26,7 +26,10 @@ RUN="$TESTDIR/run"
 cleanup_fn 'for p in "$RUN"/*.pid; do [ -r "$p" ] && kill -9 "$(cat "$p")"; done 2>/dev/null'
 
 DEVS=$(make_array t1 1 2 --nodes=1)
-psk="$TESTDIR/keys.psk"
+# a key path with a space and a '&': one word to clraid start, escaped in
+# the URI it prints
+mkdir -p "$TESTDIR/key dir"
+psk="$TESTDIR/key dir/k&s.psk"
 (umask 077 && printf 'node:%s\n' "$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')" >"$psk")
 export OCF_RESOURCE_INSTANCE=clraid-t1
 export OCF_RESKEY_name=t1 OCF_RESKEY_devices="$DEVS" OCF_RESKEY_lock=local \
@@ -46,6 +49,9 @@ OCF_RESKEY_tls_psk="$psk" expect_rc 5 "a key file others can read" validate-all
 expect_reason "chmod 600"
 chmod 600 "$psk"
 OCF_RESKEY_tcp_address=node1 OCF_RESKEY_tls_psk="$psk" expect_rc 6 "a host name, not an address" validate-all
+(umask 077 && echo 'node=00ff' >"$TESTDIR/bad.psk")
+OCF_RESKEY_tls_psk="$TESTDIR/bad.psk" expect_rc 5 "a malformed key file (this node's)" validate-all
+expect_reason "expected USERNAME:HEXKEY"
 OCF_RESKEY_tls=off expect_rc 0 "tls=off (plain TCP, asked for)" validate-all
 export OCF_RESKEY_tls_psk="$psk"
 expect_rc 0 "tls=require with a key" validate-all
@@ -53,8 +59,9 @@ expect_rc 0 "tls=require with a key" validate-all
 
 echo "--- start, monitor, stop"
 expect_rc 0 "start" start
-U="nbds://node@127.0.0.1:$P/?tls-psk-file=$psk"
-[ "$("$CLRAID" status t1 --run-dir "$RUN" --json | jq -r .export)" = "nbds://node@0.0.0.0:$P/?tls-psk-file=$psk" ] ||
+epsk=$(echo "$psk" | sed 's/ /%20/g; s/&/%26/g')
+U="nbds://node@127.0.0.1:$P/?tls-psk-file=$epsk"
+[ "$("$CLRAID" status t1 --run-dir "$RUN" --json | jq -r .export)" = "nbds://node@0.0.0.0:$P/?tls-psk-file=$epsk" ] ||
 	fail "status export: $("$CLRAID" status t1 --run-dir "$RUN" --json | jq -r .export)"
 OCF_CHECK_LEVEL=20 expect_rc 0 "monitor depth 20 (reads start and end through the TLS export)" monitor
 grep -q "Read of" "$TESTDIR/agent.out" && fail "monitor depth 20 logged a failed read"
@@ -71,4 +78,40 @@ expect_reason "does not answer"
 expect_rc 0 "stop" stop
 [ -z "$(ss -Hltn "sport = :$P")" ] || fail "still listening on $P after stop"
 expect_rc 7 "monitor after stop" monitor
+
+# X.509: a server certificate for the node's address (192.0.2.10), not for
+# the loopback address the monitor connects to.
+if command -v certtool >/dev/null 2>&1; then
+	echo "--- tls_certificates"
+	c="$TESTDIR/pki"
+	mkdir -m 700 "$c"
+	certtool --generate-privkey --outfile "$c/ca-key.pem" 2>/dev/null
+	printf 'cn = clraid test CA\nca\ncert_signing_key\nexpiration_days = 2\n' >"$c/ca.info"
+	certtool --generate-self-signed --load-privkey "$c/ca-key.pem" --template "$c/ca.info" \
+		--outfile "$c/ca-cert.pem" 2>/dev/null || fail "certtool: CA"
+	certtool --generate-privkey --outfile "$c/server-key.pem" 2>/dev/null
+	printf 'cn = node1\nip_address = 192.0.2.10\ntls_www_server\nencryption_key\nsigning_key\nexpiration_days = 2\n' \
+		>"$c/server.info"
+	certtool --generate-certificate --load-privkey "$c/server-key.pem" --load-ca-certificate "$c/ca-cert.pem" \
+		--load-ca-privkey "$c/ca-key.pem" --template "$c/server.info" --outfile "$c/server-cert.pem" \
+		2>/dev/null || fail "certtool: server certificate"
+	chmod 600 "$c"/*-key.pem
+	export OCF_RESKEY_tls_psk="" OCF_RESKEY_tls_certificates="$c"
+	expect_rc 0 "start with certificates" start
+	OCF_CHECK_LEVEL=20 expect_rc 0 "monitor depth 20 over X.509 (certificate for another address)" monitor
+	expect_rc 0 "stop" stop
+else
+	echo "note: certtool not installed: tls_certificates not tried"
+fi
+# TLS on IPv6: the engine serves it; the depth-20 read says why it cannot.
+if [ -n "$(ip -6 addr show dev lo 2>/dev/null)" ]; then
+	echo "--- IPv6"
+	export OCF_RESKEY_tls_certificates="" OCF_RESKEY_tls_psk="$psk" OCF_RESKEY_tcp_address=::1
+	expect_rc 0 "start on [::1] with a key" start
+	ss -Hltn "sport = :$P" | grep -q '\[::1\]' || fail "nothing listens on [::1]:$P"
+	OCF_CHECK_LEVEL=10 expect_rc 0 "monitor depth 10 on IPv6" monitor
+	OCF_CHECK_LEVEL=20 expect_rc 6 "monitor depth 20 with TLS on IPv6" monitor
+	expect_reason "cannot read through a TLS export on IPv6"
+	expect_rc 0 "stop" stop
+fi
 echo "ok: agent tls"
