@@ -90,3 +90,21 @@ gone() { [ ! -e "/proc/$1" ] || grep -q '^[^)]*) [ZX]' "/proc/$1/stat" 2>/dev/nu
 
 # field FILE NAME: value of "NAME : value" in mdadm-style output.
 field() { sed -n "s/^ *$2 : *//p" "$1" | head -n 1 | sed 's/ *$//'; }
+
+# test_pki DIR IP: with certtool, a test CA and a server certificate for
+# IP in DIR (mode 700): ca-cert.pem, server-cert.pem, server-key.pem (600),
+# what nbdkit's --tls-certificates loads; valid two days.
+test_pki() {
+    mkdir -m 700 "$1"
+    certtool --generate-privkey --outfile "$1/ca-key.pem" 2>/dev/null || fail "certtool: CA key"
+    printf 'cn = clraid test CA\nca\ncert_signing_key\nexpiration_days = 2\n' >"$1/ca.info"
+    certtool --generate-self-signed --load-privkey "$1/ca-key.pem" --template "$1/ca.info" \
+        --outfile "$1/ca-cert.pem" 2>/dev/null || fail "certtool: CA"
+    certtool --generate-privkey --outfile "$1/server-key.pem" 2>/dev/null || fail "certtool: server key"
+    printf 'cn = node1\nip_address = %s\ntls_www_server\nencryption_key\nsigning_key\nexpiration_days = 2\n' \
+        "$2" >"$1/server.info"
+    certtool --generate-certificate --load-privkey "$1/server-key.pem" --load-ca-certificate "$1/ca-cert.pem" \
+        --load-ca-privkey "$1/ca-key.pem" --template "$1/server.info" --outfile "$1/server-cert.pem" \
+        2>/dev/null || fail "certtool: server certificate"
+    chmod 600 "$1"/*-key.pem
+}
