@@ -61,7 +61,7 @@ if [ -n "$fail$err$xpass" ]; then
     # FAIL lines of test-suite.log include the tests' own output)
     for t in $(grep -lE '^:test-result: (FAIL|ERROR|XPASS)' $(find tests -name '*.trs') 2>/dev/null); do
         f=${t%.trs}
-        echo "--- $f.log (tail)"; tail -n 30 "$f.log" 2>/dev/null || true
+        echo "--- $f.log (tail)"; tail -n 60 "$f.log" 2>/dev/null || true
     done
 fi
 echo "${pass:-0} passed, $(( ${fail:-0} + ${err:-0} + ${xpass:-0} )) failed, ${skip:-0} skipped"

@@ -30,7 +30,12 @@ _cleanup() {
     rc=$?
     set +e
     eval "$_cleanup_cmds"
-    rm -rf "$TESTDIR"
+    # CLRAID_KEEP_TESTDIR=1 keeps a failed test's files for a post-mortem
+    if { [ "$rc" -ne 0 ] && [ -n "${CLRAID_KEEP_TESTDIR:-}" ]; } || [ "${CLRAID_KEEP_TESTDIR:-}" = always ]; then
+        echo "kept for a post-mortem: $TESTDIR" >&2
+    else
+        rm -rf "$TESTDIR"
+    fi
     [ -z "$_fail_msg" ] || echo "FAIL (said above): $_fail_msg" >&2
     exit $rc
 }

@@ -130,6 +130,21 @@ dump_logs() {
 	done
 	echo "--- fence.log"; cat "$N/fence.log" 2>/dev/null
 	echo "--- crm_mon (n1)"; on 1 crm_mon -1 -A 2>&1 | head -n 60
+	# last, for a CI that shows only a failed test's tail: what each
+	# engine holds, and where each writer is
+	for i in 1 2 3; do
+		echo "--- n$i: $(on "$i" timeout 5 "$CLRAID" status "$NAME" --json 2>/dev/null |
+			jq -c '{state, frozen, held_for_decision: [.devices[] | .awaiting_decision.held_writes // 0]} +
+				(.cluster | {members, writes_held, unconfirmed, writes_waiting, write_hold,
+				remote_window, recovering, last_takeover})' 2>/dev/null)"
+		[ -z "${W_LOGS[i]:-}" ] || echo "    writer: $(writer_state "$i")"
+	done
+}
+# writer_state I: node I's writer's last round lines and its last
+# acknowledgement (ms), on one line.
+writer_state() {
+	local l=${W_LOGS[$1]}
+	echo "$(grep -a '^round \|^end ' "$l" 2>/dev/null | tail -n 2 | tr '\n' ' ')last ack $(cl_acks "$l" | sort -n | tail -n 1 | cut -d' ' -f1); $(grep -a -m1 "$CL_FAILED" "$l" 2>/dev/null)"
 }
 
 n=0
