@@ -8,6 +8,7 @@ libclraid_lock_la_SOURCES = \
 	engine/lock/lock_internal.h \
 	engine/lock/lock_wire.h \
 	engine/lock/lock.c \
+	engine/lock/lock_backends.c \
 	engine/lock/lock_table.h \
 	engine/lock/lock_table.c \
 	engine/lock/lock_local.c \

@@ -32,15 +32,13 @@ struct clr_cb {
 /* How long a sync wrapper waits for the outcome of its own cancel. */
 #define CLR_CANCEL_WAIT_MS 30000u
 
+/* The cluster backends (cpg, dlm) are not in this table: a program that
+ * runs clustered engines registers them (clr_lock_cluster_backends(),
+ * lock_backends.c), so that one that does not, the CLI, links none of
+ * corosync's and Pacemaker's libraries. */
 #define MAX_BACKENDS 8
 static const struct clr_lock_backend_ops *backends[MAX_BACKENDS] = {
     &clr_lock_backend_local,
-#ifdef HAVE_LOCK_CPG
-    &clr_lock_backend_cpg,
-#endif
-#ifdef HAVE_LOCK_DLM
-    &clr_lock_backend_dlm,
-#endif
 };
 
 /* The backends ./configure left out (configure.ac), and what builds them. */
@@ -131,6 +129,13 @@ int clr_ls_open(const struct clr_ls_config *cfg, struct clr_ls **out)
                     bname, not_built[i].packages);
             return -ENOPKG;
         }
+    }
+    if (!ops && (strcmp(bname, "cpg") == 0 || strcmp(bname, "dlm") == 0)) {
+        fprintf(stderr,
+                "clraid lock: error: this program did not register the %s lock backend "
+                "(clr_lock_cluster_backends)\n",
+                bname);
+        return -ENOPKG;
     }
     if (!ops)
         return -ENOENT;

@@ -132,6 +132,15 @@ struct clr_ls_config {
 int clr_ls_open(const struct clr_ls_config *cfg, struct clr_ls **out);
 
 /**
+ * Make the cluster backends that ./configure built (cpg, dlm) known to
+ * clr_ls_open().  A program that runs clustered engines (the nbdkit plugin,
+ * the lock tests' members) calls it once before its first clr_ls_open();
+ * the CLI does not, so that it loads none of corosync's, the DLM's and
+ * Pacemaker's libraries (46 shared libraries for a `clraid status`).
+ */
+void clr_lock_cluster_backends(void);
+
+/**
  * Leave the lockspace cleanly: every lock still held is released (a clean
  * leave never invalidates LVBs) and every lock object freed.
  */

@@ -22,6 +22,7 @@
 #include "array/array.h"
 #include "ctl/ctl_array.h"
 #include "ctl/ctl_server.h"
+#include "lock/lock.h"
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 
@@ -127,6 +128,7 @@ static int clraid_config(const char *key, const char *value)
 
 static int clraid_config_complete(void)
 {
+    clr_lock_cluster_backends(); /* lock=cpg and lock=dlm run here */
     if (!name || !*name || strchr(name, '/') || strlen(name) > 64) {
         nbdkit_error("name=NAME is required (1-64 characters, no '/')");
         return -1;

@@ -413,6 +413,7 @@ int main(int argc, char **argv)
     int opt, rc;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
+    clr_lock_cluster_backends();
     while ((opt = getopt(argc, argv, "b:n:")) != -1) {
         if (opt == 'b')
             cfg.backend = optarg;

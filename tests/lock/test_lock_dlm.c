@@ -239,5 +239,6 @@ int main(void)
         cmocka_unit_test(test_departures),
     };
 
+    clr_lock_cluster_backends();
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -104,6 +104,7 @@ static void test_open_errors(void **state)
     assert_int_equal(clr_ls_open(&cfg, &ls), -EINVAL);
     assert_int_equal(clr_lock_backend_register(&clr_lock_backend_local), -EEXIST);
     /* the dlm backend cannot work without a kernel DLM */
+    clr_lock_cluster_backends();
     cfg.backend = "dlm";
     cfg.name = "x";
     assert_true(clr_ls_open(&cfg, &ls) < 0);
