@@ -11,6 +11,10 @@
  *   acked 1048576 t_ms 1796410597213
  *
  * A failed write prints "write failed: ..." and ends the run (exit 1).
+ * CL_PACE_MS=N in the environment: N ms of pause after each acknowledged
+ * write, for the writers that run while a test waits for something else
+ * (unpaced, three of them kept both CPUs of a CI machine busy; the
+ * request is still in flight for as long as the server takes).
  *
  *   usage: nbd_seq_write URI PATTERN BASE BS COUNT
  */
@@ -43,13 +47,18 @@ static int parse_u64(const char *s, uint64_t *out)
 
 int main(int argc, char **argv)
 {
-    uint64_t pattern, base, bs, count;
+    uint64_t pattern, base, bs, count, pace_ms = 0;
+    const char *pace = getenv("CL_PACE_MS");
     struct nbd_handle *nbd;
     char *buf;
 
     if (argc != 6 || parse_u64(argv[2], &pattern) || pattern > 255 || parse_u64(argv[3], &base) ||
         parse_u64(argv[4], &bs) || bs == 0 || bs > 64u << 20 || parse_u64(argv[5], &count)) {
         fprintf(stderr, "usage: nbd_seq_write URI PATTERN(0-255) BASE BS COUNT\n");
+        return 2;
+    }
+    if (pace && *pace && (parse_u64(pace, &pace_ms) || pace_ms > 10000)) {
+        fprintf(stderr, "nbd_seq_write: CL_PACE_MS=%s: expected 0 to 10000 (ms)\n", pace);
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -77,6 +86,12 @@ int main(int argc, char **argv)
         t = wall_ms();
         printf("wrote %" PRIu64 "/%" PRIu64 " bytes at offset %" PRIu64 "\n", bs, bs, off);
         printf("acked %" PRIu64 " t_ms %" PRId64 "\n", off, t);
+        if (pace_ms && i + 1 < count) {
+            struct timespec ts = { (time_t)(pace_ms / 1000), (long)(pace_ms % 1000) * 1000000L };
+
+            while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+                ;
+        }
     }
     nbd_shutdown(nbd, 0);
     nbd_close(nbd);
