@@ -96,13 +96,15 @@ cstart() {
 # keep the engine's log where the host sees it
 keeplog() { cp "$RUN/$NAME.log" "$W/$NODE.$1.engine.log" 2>/dev/null; sync; }
 # wait_s SECONDS CMD...: like wait_for, but bounded in wall time (a status
-# call takes a good part of a second in UML)
+# call takes a good part of a second in UML); every 0.2 s for the first
+# 2 s, then every second, as wait_for
 wait_s() {
-    local end=$(($(now_ms) + $1 * 1000))
+    local end=$(($(now_ms) + $1 * 1000)) i=0
     shift
     until "$@" >/dev/null 2>&1; do
         [ "$(now_ms)" -lt "$end" ] || return 1
-        sleep 0.2
+        if [ "$i" -lt 10 ]; then sleep 0.2; else sleep 1; fi
+        i=$((i + 1))
     done
 }
 G
@@ -155,8 +157,10 @@ if [ "$NODE" = n2 ]; then
     done
 fi
 
-# survivors: write until the takeover and the resync are done
-cl_writer "$k" "$base" "/run/w.log" "$W/stop" &
+# survivors: write until the takeover and the resync are done, 25 ms
+# apart (flat out, two writers inside UML cost more CPU than the rest of
+# the run; the hold and the takeover are read from the engines' status)
+CL_PACE_MS=25 cl_writer "$k" "$base" "/run/w.log" "$W/stop" &
 wp=$!
 wait_s 40 stw '(.cluster.members | if type == "array" then length else . end) == 2' || { keeplog fail; gfail "n2's loss not seen"; }
 r lost_seen_ms "$(now_ms)"

@@ -19,13 +19,22 @@ modload() {
 # ubd N: the device node of the Nth member file (0 -> /dev/ubda).
 ubd() { printf '/dev/ubd%s\n' "$(printf '%s' abcdefghijklmnop | cut -c "$(($1 + 1))")"; }
 
-# wait_for SECONDS CMD...: poll CMD every 0.2 s until it succeeds.
+# wait_for SECONDS CMD...: poll CMD until it succeeds, every 0.2 s for the
+# first 2 s, then every second: inside UML each poll's fork and exec cost
+# 40 ms of CPU or more (the sleep's own too), and most waits are long.
 wait_for() {
-    _n=$(($1 * 5)); shift
-    while [ "$_n" -gt 0 ]; do
+    _left=$(($1 * 10)) _i=0  # tenths of a second
+    shift
+    while [ "$_left" -gt 0 ]; do
         "$@" >/dev/null 2>&1 && return 0
-        sleep 0.2
-        _n=$((_n - 1))
+        if [ "$_i" -lt 10 ]; then
+            sleep 0.2
+            _left=$((_left - 2))
+        else
+            sleep 1
+            _left=$((_left - 10))
+        fi
+        _i=$((_i + 1))
     done
     return 1
 }
