@@ -103,10 +103,12 @@ cl_uri() { echo "nbd+unix:///?socket=/run/clraid/$NAME.sock"; }
 node_pids() {
 	local ns p
 	ns=$(readlink "/proc/${H[$1]}/ns/net") || return 0
-	for p in /proc/[0-9]*; do
-		[ "${p#/proc/}" = "${H[$1]}" ] && continue
-		[ "$(readlink "$p/ns/net" 2>/dev/null)" = "$ns" ] && echo "${p#/proc/}"
-	done
+	# one find, not a readlink per process (see fence_clraidtest)
+	ns=${ns//[/\\[}
+	find /proc/[0-9]*/ns/net -maxdepth 0 -lname "${ns//]/\\]}" 2>/dev/null |
+		while IFS=/ read -r _ _ p _; do
+			[ "$p" = "${H[$1]}" ] || echo "$p"
+		done
 }
 # power_off I: pull node I's plug, with the fence agent's own kill.
 power_off() {
