@@ -25,8 +25,11 @@ make -j"$jobs" check TESTS= >/dev/null
 # behind whatever make had started in the meantime (up to three minutes of
 # a run here).  Each test's start goes to tests/starts.txt for the list of
 # the longest below.
-rm -f tests/starts.txt lane-uml.log
-stamp='echo "$$(date +%s) $@" >>tests/starts.txt;'
+# scripts/test-cpu.sh runs each test and, where it can, adds its CPU
+# seconds to tests/cpu.txt (the suite is CPU-bound on two cores: what a
+# test costs is its CPU more than its wall time).
+rm -f tests/starts.txt tests/cpu.txt lane-uml.log
+stamp="echo \"\$\$(date +%s) \$@\" >>tests/starts.txt; sh $PWD/scripts/test-cpu.sh"
 set +e
 make check-lane-uml TESTS_ENVIRONMENT="$stamp" >lane-uml.out 2>&1 &
 uml_pid=$!
@@ -51,10 +54,13 @@ xfail=$(count XFAIL); xpass=$(count XPASS); err=$(count ERROR)
 # the longest tests, from their start (tests/starts.txt) to their log's
 # last write: what to look at when the suite nears its time budget
 if [ -s tests/starts.txt ]; then
-    echo "longest tests (s):"
+    echo "longest tests (s of wall time, and of CPU where measured):"
     while read -r t log; do
-        [ -f "$log" ] && echo "$(($(stat -c %Y "$log") - t)) ${log%.log}"
+        [ -f "$log" ] || continue
+        cpu=$(awk -v l="$log" '$2 == l { c = $1 } END { print c }' tests/cpu.txt 2>/dev/null)
+        echo "$(($(stat -c %Y "$log") - t)) ${log%.log}${cpu:+, CPU $cpu}"
     done <tests/starts.txt | sort -rn | head -n 8 | sed 's/^/  /'
+    [ ! -s tests/cpu.txt ] || awk '{ s += $1 } END { print "CPU of the tests: " s " s (" NR " tests)" }' tests/cpu.txt
 fi
 if [ -n "$fail$err$xpass" ]; then
     # the failed tests, from automake's per-test .trs records (the
