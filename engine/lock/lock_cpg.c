@@ -30,6 +30,7 @@
 #define CPG_SEND_RETRY_MS 10000
 #define CPG_LEAVE_WAIT_MS 3000
 #define FENCE_MAX_WATCH   64
+#define SEEN_MAX          128
 
 struct outmsg {
     struct outmsg *next;
@@ -40,7 +41,8 @@ struct outmsg {
 struct fence_watch {
     uint64_t inc;
     uint32_t nodeid;
-    time_t t0; /* wall clock when we first saw it failed */
+    time_t t0;    /* wall clock when we first saw it failed */
+    time_t since; /* when we first saw its process in the group (0: unknown) */
     uint64_t start_ms;
     uint64_t last_confirm_ms;
     bool reported;
@@ -69,6 +71,13 @@ struct cpg_be {
     struct outmsg *out_head, *out_tail; /* under ls->mu */
     struct fence_watch watch[FENCE_MAX_WATCH];
     size_t nwatch;
+    /* when we first saw each group member's process (under ls->mu): a
+     * fencing of its node after that ended it (fence_round) */
+    struct {
+        uint32_t nodeid, pid;
+        time_t since;
+    } seen[SEEN_MAX];
+    size_t nseen;
 };
 
 static struct cpg_be *be_of(struct clr_ls *ls)
@@ -235,6 +244,44 @@ static void to_addrs(const struct cpg_address *in, size_t n, struct clr_repl_add
     }
 }
 
+/* seen_note_locked: remember when we first saw (nodeid, pid) in the group.
+ * A full table forgets the oldest entry of a process no longer in @members
+ * (its fencing, if any, is then judged from when we saw it fail). */
+static void seen_note_locked(struct cpg_be *be, uint32_t nodeid, uint32_t pid,
+                             const struct cpg_address *members, size_t nm)
+{
+    size_t i, victim = SEEN_MAX;
+
+    for (i = 0; i < be->nseen; i++)
+        if (be->seen[i].nodeid == nodeid && be->seen[i].pid == pid)
+            return;
+    if (be->nseen == SEEN_MAX) {
+        for (i = 0; i < be->nseen; i++) {
+            bool member = false;
+
+            for (size_t j = 0; j < nm; j++)
+                member |= members[j].nodeid == be->seen[i].nodeid && members[j].pid == be->seen[i].pid;
+            if (!member && (victim == SEEN_MAX || be->seen[i].since < be->seen[victim].since))
+                victim = i;
+        }
+        if (victim == SEEN_MAX)
+            return;
+        be->seen[victim] = be->seen[--be->nseen];
+    }
+    be->seen[be->nseen].nodeid = nodeid;
+    be->seen[be->nseen].pid = pid;
+    be->seen[be->nseen].since = time(NULL);
+    be->nseen++;
+}
+
+static time_t seen_since_locked(struct cpg_be *be, uint32_t nodeid, uint32_t pid)
+{
+    for (size_t i = 0; i < be->nseen; i++)
+        if (be->seen[i].nodeid == nodeid && be->seen[i].pid == pid)
+            return be->seen[i].since;
+    return 0;
+}
+
 static void cpg_confchg(cpg_handle_t h, const struct cpg_name *group, const struct cpg_address *members,
                         size_t nm, const struct cpg_address *left, size_t nl,
                         const struct cpg_address *joined, size_t nj)
@@ -252,6 +299,8 @@ static void cpg_confchg(cpg_handle_t h, const struct cpg_name *group, const stru
     for (size_t i = 0; i < nl; i++)
         if (left[i].nodeid == be->nodeid && left[i].pid == be->pid)
             be->left_seen = true;
+    for (size_t i = 0; i < nm; i++)
+        seen_note_locked(be, members[i].nodeid, members[i].pid, members, nm);
     clr_repl_confchg(be->repl, a, nm, a + nm, nl, a + nm + nl, nj);
     pthread_cond_broadcast(&be->ls->cond);
     clr_mutex_unlock(&be->ls->mu);
@@ -432,12 +481,18 @@ static void fence_round(struct cpg_be *be)
     }
     be->nwatch = k;
     for (i = 0; i < n; i++) {
+        time_t since;
+
         if (mem[i].state != CLR_REPL_M_FAILED || watch_find(be, mem[i].inc) || be->nwatch >= FENCE_MAX_WATCH)
             continue;
+        clr_mutex_lock(&ls->mu);
+        since = seen_since_locked(be, mem[i].nodeid, mem[i].pid);
+        clr_mutex_unlock(&ls->mu);
         be->watch[be->nwatch++] = (struct fence_watch){
             .inc = mem[i].inc,
             .nodeid = mem[i].nodeid,
             .t0 = time(NULL),
+            .since = since,
             .start_ms = now,
         };
     }
@@ -447,10 +502,15 @@ static void fence_round(struct cpg_be *be)
 
         if (w->last_confirm_ms && now - w->last_confirm_ms < 2000)
             continue;
-        /* a fencing of that node after (or just before: clocks, second
-         * granularity) we saw it go confirms it is dead */
+        /* A fencing of that node after we first saw this process in the
+         * group ended it: the process ran before the fencing, and a node
+         * comes back from a fencing only with new processes.  (After we
+         * saw it go is not required: a fast fence agent finishes before
+         * corosync's token timeout shows the node gone, and such a
+         * fencing is the only one there will be.)  2 s of slack: clocks
+         * of two nodes, whole seconds. */
         t = stonith_api_time(w->nodeid, NULL, false);
-        if (t > 0 && t + 2 >= w->t0) {
+        if (t > 0 && (t + 2 >= w->t0 || (w->since && t + 2 >= w->since))) {
             uint8_t buf[CLR_REPL_MSG_HDR];
             struct clr_repl_msg m = { .type = CLR_REPL_MSG_CONFIRM_DEAD, .arg = w->inc };
 
