@@ -96,6 +96,19 @@ stop_daemons() {
 	fi
 	# An engine that Pacemaker did not stop.
 	for p in "$TESTDIR"/run/*.pid; do [ -r "$p" ] && kill -KILL "$(cat "$p")"; done 2>/dev/null
+	# Pacemaker's daemons run in sessions of their own, outside the group
+	# above: pacemaker-execd and -schedulerd once outlived pacemakerd here.
+	# This test has a network namespace of its own (pcmk-functions.sh): any
+	# process in it but the test itself is a leftover of the test.
+	if [ "${CLRAID_PCMK_NS:-}" = 1 ]; then
+		case " $CLRAID_PCMK_UNSHARE " in
+		*" -n "*)
+			_ns=$(readlink "/proc/$$/ns/net" | sed 's/[][]/\\&/g')
+			for p in $(find /proc/[0-9]*/ns/net -maxdepth 0 -lname "$_ns" 2>/dev/null | cut -d/ -f3); do
+				[ "$p" = "$$" ] || kill -KILL "$p" 2>/dev/null
+			done ;;
+		esac
+	fi
 	return 0
 }
 cleanup_fn stop_daemons
